@@ -1,0 +1,84 @@
+"""nomnesia.adapters: built-in memory stores, opened by name.
+
+The registry is the one list of adapters: the suite's ``--adapter``, the nox
+matrix and the CI matrix all read it, so adding a stack here is all it takes to
+test it everywhere. Like fsspec's registry, a name maps to an import path that
+is loaded only when used, and a missing client library becomes an error that
+says which extra to install instead of a bare ImportError.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, cast
+
+from nomnesia.suite.contract import MemoryStore
+from nomnesia.suite.errors import UnknownAdapter
+
+__all__ = ["ADAPTERS", "AdapterSpec", "MissingDependency", "adapter_names", "open_store"]
+
+
+class MissingDependency(ImportError):
+    """A client library or engine wheel of an adapter is not installed."""
+
+    def __init__(self, adapter: str, module: str, extras: tuple[str, ...]) -> None:
+        hint = f"pip install 'nomnesia[{','.join(extras)}]'" if extras else "pip install nomnesia"
+        super().__init__(f"adapter {adapter!r} needs the Python module {module!r}: {hint}")
+        self.adapter = adapter
+        self.module = module
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class AdapterSpec:
+    """How to open one built-in stack, and what it needs installed."""
+
+    name: str
+    target: str
+    """``module:callable``; the callable takes keyword options and returns an
+    async context manager that yields a fresh, empty store."""
+    extras: tuple[str, ...] = ()
+    """The pip extras that bring its clients and embedded engines."""
+    requires: tuple[str, ...] = ()
+    """Import names checked before opening, for the install hint."""
+    description: str = ""
+
+    def load(self) -> Callable[..., AbstractAsyncContextManager[MemoryStore]]:
+        for module in self.requires:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise MissingDependency(self.name, module, self.extras) from exc
+        module_name, _, attr = self.target.partition(":")
+        factory = getattr(importlib.import_module(module_name), attr)
+        return cast(Callable[..., AbstractAsyncContextManager[MemoryStore]], factory)
+
+
+ADAPTERS: dict[str, AdapterSpec] = {
+    spec.name: spec
+    for spec in (
+        AdapterSpec("memory", "nomnesia.adapters.memory:InMemoryStore",
+                    description="in-process oracle: every guarantee, no backends"),
+    )
+}
+
+
+def adapter_names() -> list[str]:
+    """Names of the built-in stacks, in registry order."""
+    return list(ADAPTERS)
+
+
+def open_store(name: str, **options: Any) -> AbstractAsyncContextManager[MemoryStore]:
+    """Open a built-in stack by name: ``async with open_store("memory") as store: ...``.
+
+    Options go to the stack's factory (``keep_last``, ``backends`` ...).
+    """
+    try:
+        spec = ADAPTERS[name]
+    except KeyError:
+        known = ", ".join(ADAPTERS)
+        raise UnknownAdapter(f"no built-in store named {name!r}; known: {known}") from None
+    return spec.load()(**options)

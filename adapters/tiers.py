@@ -1,0 +1,75 @@
+"""The tier interfaces a TieredMemoryStore composes: short-term log and vector index.
+
+Every stack in nomnesia is a short-term log + a vector index + an archive (the
+source of truth). The log and the index have several implementations each
+(Redis, Valkey; pgvector, Qdrant, Milvus, Redis vector sets ...), so their
+interfaces live here, small and idempotent: the store may replay any call
+after a crash, so a second identical call must change nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from nomnesia.suite.contract import Entry
+
+__all__ = ["ShortTermLog", "VectorIndex"]
+
+
+@runtime_checkable
+class ShortTermLog(Protocol):
+    """The newest entries of each user, in seq order, for fast ``get_history``.
+
+    ``name`` names the backend in errors and consistency reports.
+    """
+
+    name: str
+
+    async def put(self, entries: Sequence[Entry]) -> None:
+        """Insert or overwrite entries, keyed by (user_id, id); idempotent."""
+
+    async def remove(self, user_id: str, entry_ids: Sequence[str]) -> None:
+        """Remove entries by id; ids that are absent are ignored."""
+
+    async def tail(self, user_id: str, limit: int) -> list[Entry]:
+        """The newest ``limit`` entries of the user, ascending by seq."""
+
+    async def ids(self, user_id: str) -> set[str]:
+        """Every entry id the log holds for the user (for ``consistent_state``)."""
+
+    async def delete_user(self, user_id: str) -> None:
+        """Drop everything of the user."""
+
+    async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Vectors of live entries, searched per user.
+
+    ``search_staleness`` is how long (seconds) an upsert may take to become
+    visible to ``query``; the store adds it to its own declaration.
+    User ids are data: implementations filter by exact equality on a stored
+    field, never by building query syntax from the id.
+    """
+
+    name: str
+    dim: int
+    search_staleness: float
+
+    async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
+        """Insert or overwrite, keyed by (user_id, id); idempotent."""
+
+    async def delete(self, user_id: str, entry_ids: Sequence[str]) -> None:
+        """Delete by id; ids that are absent are ignored."""
+
+    async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
+        """Ids of the user's ``k`` nearest entries (cosine), best first."""
+
+    async def ids(self, user_id: str) -> set[str]:
+        """Every entry id the index holds for the user (for ``consistent_state``)."""
+
+    async def delete_user(self, user_id: str) -> None: ...
+
+    async def aclose(self) -> None: ...
