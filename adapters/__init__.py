@@ -45,6 +45,9 @@ class AdapterSpec:
     requires: tuple[str, ...] = ()
     """Import names checked before opening, for the install hint."""
     description: str = ""
+    engines: tuple[str, ...] = ()
+    """Engine kinds the stack needs from a provider (``postgres``, ``redis`` ...);
+    empty for in-process stores."""
 
     def load(self) -> Callable[..., AbstractAsyncContextManager[MemoryStore]]:
         for module in self.requires:
@@ -71,14 +74,21 @@ def adapter_names() -> list[str]:
     return list(ADAPTERS)
 
 
-def open_store(name: str, **options: Any) -> AbstractAsyncContextManager[MemoryStore]:
+def open_store(name: str, *, provider: Any = None,
+               **options: Any) -> AbstractAsyncContextManager[MemoryStore]:
     """Open a built-in stack by name: ``async with open_store("memory") as store: ...``.
 
-    Options go to the stack's factory (``keep_last``, ``backends`` ...).
+    ``provider`` (from ``nomnesia.adapters.engines``) supplies engine URLs, so
+    that many stores share one set of engines, each in its own namespace;
+    without one, a stack starts what it needs and stops it on exit. Other
+    options go to the stack's factory (``keep_last``, ``backends`` ...).
     """
     try:
         spec = ADAPTERS[name]
     except KeyError:
         known = ", ".join(ADAPTERS)
         raise UnknownAdapter(f"no built-in store named {name!r}; known: {known}") from None
-    return spec.load()(**options)
+    factory = spec.load()
+    if spec.engines:
+        options["provider"] = provider
+    return factory(**options)
