@@ -71,7 +71,7 @@ class FragileMemoryStore:
 
     async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
         q = self._embedder.embed_one(query)
-        hits = [(sum(a * b for a, b in zip(q, vec)), entry)
+        hits = [(sum(a * b for a, b in zip(q, vec, strict=True)), entry)
                 for key, (entry, vec) in self._vectors.items() if key.startswith(user_id)]
         hits.sort(key=lambda hit: hit[0], reverse=True)
         return [entry for _, entry in hits[:k]]

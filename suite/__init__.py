@@ -16,7 +16,13 @@ from .contract import (
     Guarantee,
     MemoryStore,
 )
-from .errors import BackendTimeout, BackendUnavailable, MemoryStoreError, StoreClosed, UnknownAdapter
+from .errors import (
+    BackendTimeout,
+    BackendUnavailable,
+    MemoryStoreError,
+    StoreClosed,
+    UnknownAdapter,
+)
 
 __all__ = [
     "ROLES",

@@ -36,7 +36,8 @@ class BackendTimeout(BackendUnavailable):
 
     def __init__(self, backend: str, timeout: float, detail: str = "") -> None:
         self.timeout = timeout
-        super().__init__(backend, f"no answer within {timeout:g}s" + (f" ({detail})" if detail else ""))
+        suffix = f" ({detail})" if detail else ""
+        super().__init__(backend, f"no answer within {timeout:g}s{suffix}")
 
 
 class StoreClosed(MemoryStoreError):

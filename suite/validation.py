@@ -75,7 +75,8 @@ def validate_message_id(message_id: object) -> str | None:
     if not text:
         raise ValueError("message_id must not be empty (pass None to let the store choose)")
     if len(text) > MAX_MESSAGE_ID:
-        raise ValueError(f"message_id has {len(text)} code points; at most {MAX_MESSAGE_ID} allowed")
+        raise ValueError(
+            f"message_id has {len(text)} code points; at most {MAX_MESSAGE_ID} allowed")
     if _has_lone_surrogate(text):
         # SPEC.md is silent here; no backend can store one, and the suite
         # accepts either answer (docs/contract.md records the choice).
