@@ -1,0 +1,61 @@
+"""The wheel installs nomnesia.suite and nomnesia.adapters, and never bare `suite`/`adapters`.
+
+Bare `adapters` and `suite` are other projects' import names on PyPI; a wheel
+that shipped them would break those projects for our users.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+         "-w", str(out), str(ROOT)],
+        check=True,
+    )
+    (built,) = out.glob("nomnesia-*.whl")
+    return built
+
+
+def test_wheel_holds_only_the_nomnesia_namespace(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"nomnesia"}, f"unexpected top-level entries in the wheel: {sorted(tops)}"
+    assert "nomnesia/suite/contract.py" in names
+    assert "nomnesia/adapters/memory.py" in names
+    assert "nomnesia/suite/py.typed" in names
+
+
+def test_wheel_registers_the_pytest_plugin(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        entry_points = next(n for n in zf.namelist() if n.endswith("entry_points.txt"))
+        text = zf.read(entry_points).decode()
+    assert "[pytest11]" in text and "nomnesia.suite.plugin" in text
+
+
+def test_plain_install_in_a_new_venv(wheel: Path, tmp_path: Path) -> None:
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+                   check=True)
+    probe = (
+        "import importlib.util as u, nomnesia.suite, nomnesia.adapters;"
+        "from nomnesia.adapters.memory import InMemoryStore;"
+        "print(u.find_spec('adapters') is None, u.find_spec('suite') is None)"
+    )
+    result = subprocess.run([str(python), "-c", probe], cwd=tmp_path, check=True,
+                            capture_output=True, text=True)
+    assert result.stdout.split() == ["True", "True"]
