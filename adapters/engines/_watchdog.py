@@ -1,0 +1,108 @@
+"""Watchdog: kills a provider's engines and removes its directory when the provider's process dies.
+
+PR_SET_PDEATHSIG already kills each engine's first process when its parent
+dies, but not the children PostgreSQL forks, and nothing removes the data
+directory. This script runs detached (its own session, so a signal to the test
+run's process group does not take it down too), reads commands on stdin, and
+cleans up when stdin reaches EOF without ``done`` or its parent pid changes:
+both mean the owner is gone, SIGKILL included.
+
+It is run by path with ``python -I -S`` and imports only the standard library,
+so it starts in a few milliseconds. Commands, one per line:
+``pgid N`` (a process group to kill), ``forget N``, ``dir PATH``, ``shm ID`` (a
+System V segment PostgreSQL leaves behind when killed), ``done``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Sequence
+
+
+def _alive_in_groups(groups: set[int]) -> bool:
+    """Whether a non-zombie process is left in one of the groups (zombies await their reaper)."""
+    if sys.platform.startswith("linux"):
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z" and int(fields[2]) in groups:
+                return True
+        return False
+    alive = False
+    for group in groups:
+        try:
+            os.killpg(group, 0)
+            alive = True
+        except OSError:
+            pass
+    return alive
+
+
+def _remove_shm(segments: Sequence[int]) -> None:
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    for shmid in segments:
+        libc.shmctl(shmid, 0, None)  # IPC_RMID
+
+
+def cleanup(groups: set[int], dirs: list[str], segments: Sequence[int] = (),
+            timeout: float = 8.0) -> None:
+    for group in groups:
+        with contextlib.suppress(OSError):
+            os.killpg(group, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while groups and _alive_in_groups(groups) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if segments and sys.platform.startswith("linux"):
+        _remove_shm(segments)
+    for path in dirs:
+        while os.path.exists(path) and time.monotonic() < deadline:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def main(argv: list[str]) -> int:
+    parent = int(argv[1])
+    groups: set[int] = set()
+    dirs: list[str] = []
+    segments: list[int] = []
+    pending = b""
+    while os.getppid() == parent:
+        ready, _, _ = select.select([0], [], [], 0.1)
+        if not ready:
+            continue
+        chunk = os.read(0, 4096)
+        if not chunk:
+            break
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            command, _, arg = line.decode().partition(" ")
+            if command == "pgid":
+                groups.add(int(arg))
+            elif command == "forget":
+                groups.discard(int(arg))
+            elif command == "dir":
+                dirs.append(arg)
+            elif command == "shm":
+                segments.append(int(arg))
+            elif command == "done":
+                return 0
+    cleanup(groups, dirs, segments)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

