@@ -1,1 +1,277 @@
-"""pytest11 entry point (placeholder until the suite lands)."""
+"""pytest11 entry point of the conformance suite: options, the store fixture, safe collection.
+
+Loaded by every pytest run in an environment where nomnesia is installed, so it
+stays light (in the manner of Hypothesis's plugin): it adds the ``nomnesia``
+option group and a fixture, and otherwise does nothing unless the suite's own
+tests are collected. The suite itself lives in ``nomnesia.suite.test_*``::
+
+    python -m pytest --pyargs nomnesia.suite --store mypkg.mod:factory
+    python -m pytest --pyargs nomnesia.suite --adapter memory
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import os
+import random
+import sys
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_SUITE_DIR = Path(__file__).resolve().parent
+_PACKAGE = "nomnesia.suite"
+_BACKENDS = ("auto", "embedded", "docker", "external")
+
+USAGE = (
+    "nomnesia: choose the store to test: "
+    "--store MODULE:FACTORY (a zero-argument callable returning an async context manager "
+    "that yields a fresh, empty store; e.g. --store nomnesia.adapters.memory:InMemoryStore) "
+    "or --adapter NAME (a built-in store: {names}); "
+    "or subclass nomnesia.suite.standard.MemoryStoreSuite and override its `store` fixture"
+)
+
+
+def _usage() -> str:
+    try:
+        from nomnesia.adapters import adapter_names
+
+        names = ", ".join(adapter_names())
+    except Exception:  # pragma: no cover - adapters broken or absent
+        names = "see nomnesia.adapters"
+    return USAGE.format(names=names)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("nomnesia", "nomnesia memory-store conformance suite")
+    group.addoption("--store", dest="nomnesia_store", metavar="MODULE:FACTORY", default=None,
+                    help="run the suite on a store: a zero-argument callable returning an async "
+                         "context manager that yields a fresh, empty store")
+    group.addoption("--adapter", dest="nomnesia_adapter", metavar="NAME", default=None,
+                    help="run the suite on a built-in store (nomnesia.adapters registry)")
+    group.addoption("--backends", dest="nomnesia_backends", choices=_BACKENDS, default=None,
+                    help="where built-in stacks get their engines: auto (default, or "
+                         "$NOMNESIA_BACKENDS), embedded, docker or external")
+    group.addoption("--nomnesia-timeout", dest="nomnesia_timeout", type=float, default=120.0,
+                    metavar="SECONDS", help="a suite test that takes longer fails with G12 "
+                                            "(default 120)")
+    group.addoption("--nomnesia-seed", dest="nomnesia_seed", type=int, default=None,
+                    metavar="N", help="seed of the randomised tests (default: random, printed)")
+
+
+def resolve_factory(spec: str, rootdir: Path | None = None) -> Callable[..., Any]:
+    """``MODULE:FACTORY`` to the callable; the working directory counts as importable."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise pytest.UsageError(f"--store expects MODULE:FACTORY, got {spec!r}")
+    here = str(rootdir or Path.cwd())
+    if here not in sys.path:
+        sys.path.insert(0, here)  # as `python -m` would: a module next to the caller counts
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise pytest.UsageError(f"--store {spec}: cannot import {module_name!r}: {exc}") from exc
+    for part in attr.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise pytest.UsageError(f"--store {spec}: {module_name!r} has no {attr!r}") from None
+    if not callable(target):
+        raise pytest.UsageError(f"--store {spec}: {attr!r} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+def _backends(config: pytest.Config) -> str:
+    chosen = config.getoption("nomnesia_backends") or os.environ.get("NOMNESIA_BACKENDS", "auto")
+    if chosen not in _BACKENDS:
+        raise pytest.UsageError(f"NOMNESIA_BACKENDS must be one of {', '.join(_BACKENDS)}, "
+                                f"not {chosen!r}")
+    return str(chosen)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    store = config.getoption("nomnesia_store", None)
+    adapter = config.getoption("nomnesia_adapter", None)
+    if store and adapter:
+        raise pytest.UsageError("nomnesia: give --store or --adapter, not both")
+    if store:
+        resolve_factory(store, config.invocation_params.dir)
+    if adapter:
+        from nomnesia.adapters import ADAPTERS
+
+        if adapter not in ADAPTERS:
+            raise pytest.UsageError(f"--adapter {adapter!r}: no such built-in store; "
+                                    f"known: {', '.join(ADAPTERS)}")
+        _backends(config)
+    elif not store and not adapter and _is_xdist_controller(config) and _collects_suite(config):
+        # The controller collects nothing under xdist; stop here rather than in every worker.
+        raise pytest.UsageError(_usage())
+    seed = config.getoption("nomnesia_seed", None)
+    workerinput = getattr(config, "workerinput", None)
+    if seed is None and workerinput is not None:
+        seed = workerinput.get("nomnesia_seed")
+    if seed is None:
+        seed = random.SystemRandom().randrange(2**32)
+    config.stash[_SEED] = int(seed)
+    if store or adapter or _collects_suite(config):
+        from . import _run
+
+        _run.settings.timeout = float(config.getoption("nomnesia_timeout", 120.0))
+        _run.settings.seed = int(seed)
+
+
+_SEED = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist: every worker uses the controller's seed, so one number replays the run."""
+    node.workerinput["nomnesia_seed"] = node.config.stash[_SEED]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    store = config.getoption("nomnesia_store", None)
+    adapter = config.getoption("nomnesia_adapter", None)
+    if not (store or adapter or _collects_suite(config)):
+        return None
+    target = f"--store {store}" if store else f"--adapter {adapter}" if adapter else "(subclass)"
+    seed = config.stash[_SEED]
+    return [f"nomnesia suite: {target}; seed {seed} (replay with --nomnesia-seed {seed})"]
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    return bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
+
+
+def _collects_suite(config: pytest.Config) -> bool:
+    """Whether the command line names the suite's package or files (a controller-side guess)."""
+    for arg in config.args:
+        name = arg.split("::")[0]
+        if name == _PACKAGE or name.startswith(_PACKAGE + "."):
+            return True
+        try:
+            path = (config.invocation_params.dir / name).resolve()
+        except OSError:  # pragma: no cover
+            continue
+        if path == _SUITE_DIR or _SUITE_DIR in path.parents:
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+def _settle(value: Any) -> Any:
+    """A provider's methods may be sync or async; run the latter on a loop of their own."""
+    if not inspect.isawaitable(value):
+        return value
+
+    async def wait() -> Any:
+        return await value
+
+    return asyncio.run(wait())
+
+
+@pytest.fixture(scope="session")
+def nomnesia_seed(request: pytest.FixtureRequest) -> int:
+    """The run's seed: ``--nomnesia-seed N`` or a random one printed in the header."""
+    return request.config.stash[_SEED]
+
+
+@pytest.fixture(scope="session")
+def nomnesia_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]]:
+    """The factory chosen on the command line; the suite's default ``store`` fixture."""
+    config = request.config
+    spec = config.getoption("nomnesia_store", None)
+    adapter = config.getoption("nomnesia_adapter", None)
+    if spec:
+        yield resolve_factory(spec, config.invocation_params.dir)
+        return
+    if not adapter:
+        pytest.fail(_usage(), pytrace=False)
+    from nomnesia.adapters import ADAPTERS, open_store
+
+    provider = None
+    if ADAPTERS[adapter].engines:
+        # One provider (one set of engines) per session or xdist worker; every
+        # store gets its own namespace in it.
+        from nomnesia.adapters.engines import get_provider
+
+        provider = _settle(get_provider(_backends(config)))
+    try:
+        yield partial(open_store, adapter, provider=provider)
+    finally:
+        if provider is not None:
+            _settle(provider.close())
+
+
+# --------------------------------------------------------------------------- collection
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a store to test, stop early with the usage, not with one error per test."""
+    if config.getoption("nomnesia_store", None) or config.getoption("nomnesia_adapter", None):
+        return
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker cannot stop the run; the fixture fails with the usage instead
+    if any("nomnesia_store" in getattr(item, "fixturenames", ()) for item in items):
+        raise pytest.UsageError(_usage())
+
+
+def _in_suite(path: Path) -> bool:
+    try:
+        return path.resolve().parent == _SUITE_DIR
+    except OSError:  # pragma: no cover
+        return False
+
+
+class SuiteModule(pytest.Module):
+    """A suite file, always imported under its real name ``nomnesia.suite.test_x``.
+
+    From an editable install pytest's default import mode would import
+    ``suite/test_x.py`` as a bare ``suite.test_x`` (the repository root has no
+    ``__init__.py``), a second copy of every class; importing by name avoids it.
+    """
+
+    def _getobj(self) -> Any:
+        return importlib.import_module(f"{_PACKAGE}.{self.path.stem}")
+
+
+class SuitePackage(pytest.Package):
+    """The suite's directory; its ``__init__`` is imported by name, never by path."""
+
+    def setup(self) -> None:
+        importlib.import_module(_PACKAGE)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if path.resolve() == _SUITE_DIR:
+        return SuitePackage.from_parent(parent, path=path)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path,
+                                parent: pytest.Collector) -> pytest.Module | None:
+    if _in_suite(module_path) and module_path.name.startswith("test_"):
+        return SuiteModule.from_parent(parent, path=module_path)
+    return None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    """Collect the suite's files even when the caller's ``python_files`` would not match them."""
+    if not (_in_suite(file_path) and file_path.name.startswith("test_")
+            and file_path.suffix == ".py"):
+        return None
+    if parent.session.isinitpath(file_path):
+        return None  # pytest collects explicitly named files itself
+    patterns = parent.config.getini("python_files")
+    if any(file_path.match(p) for p in patterns):
+        return None  # pytest's own collector will (through pytest_pycollect_makemodule)
+    return SuiteModule.from_parent(parent, path=file_path)

@@ -1,0 +1,417 @@
+"""The suite's machinery: run async test bodies, open stores, log operations, report violations.
+
+Every suite module builds on five names from here:
+
+- ``suite_test``: turns ``async def test_x(self, store)`` into a plain sync test
+  that runs on a fresh event loop under an overall timeout. The suite so never
+  depends on the caller's asyncio plugin, mode or loop scope, and a store that
+  hangs fails with a G12 message instead of hanging the run.
+- ``StoreTests``: base class of every suite class. Its ``store`` fixture returns
+  the factory (``--store``/``--adapter``); a project overrides that one fixture.
+- ``recorded(factory)``: ``async with recorded(store) as s`` opens a fresh store
+  and wraps it in a ``LoggedStore`` that logs every call and its outcome.
+- ``GuaranteeViolation`` / ``expect``: failures whose message starts with the
+  guarantee (``G6 idempotent appends: ...``) and ends with the operations that
+  led there, oldest first.
+- ``capabilities_of(store)``: the declared ``Capabilities`` (defaults if absent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
+
+import pytest
+
+from .contract import Capabilities, ConsistencyReport, EntryLike, Guarantee
+
+__all__ = [
+    "GuaranteeViolation",
+    "LoggedStore",
+    "OpLog",
+    "StoreFactory",
+    "StoreTests",
+    "capabilities_of",
+    "describe",
+    "expect",
+    "opened",
+    "recorded",
+    "run_async",
+    "settings",
+    "suite_test",
+    "wait_until",
+]
+
+StoreFactory = Callable[[], AbstractAsyncContextManager[Any]]
+"""A zero-argument callable returning an async context manager that yields a fresh, empty store."""
+
+T = TypeVar("T")
+
+
+@dataclass
+class Settings:
+    """Run-wide knobs, set by the plugin from the command line (defaults for subclass use)."""
+
+    timeout: float = 120.0
+    """Seconds a whole test may take before it fails with G12."""
+    op_timeout: float = 30.0
+    """Seconds one store operation may take where a test checks liveness (locks left held)."""
+    seed: int = 0
+    """The run's seed (``--nomnesia-seed``); randomised tests derive theirs from it."""
+
+
+settings = Settings()
+
+# The op logs created while a test body runs, so that a timeout can show what was in flight.
+_active_logs: contextvars.ContextVar[list[OpLog] | None] = contextvars.ContextVar(
+    "nomnesia_active_logs", default=None)
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+def _short(value: object, width: int = 48) -> str:
+    text = repr(value)
+    if len(text) > width:
+        size = f"{len(value)} chars" if isinstance(value, str) else type(value).__name__
+        text = f"{text[: width - 12]}...({size})"
+    return text
+
+
+def describe(value: object) -> str:
+    """A compact, one-line rendering of a store result for op logs and messages."""
+    if value is None:
+        return "None"
+    if isinstance(value, (list, tuple)) and all(_is_entry(v) for v in value):
+        return "[" + ", ".join(describe(v) for v in value) + "]"
+    if _is_entry(value):
+        e = cast(EntryLike, value)
+        covers = f", covers={len(e.covers)} ids" if e.covers else ""
+        return f"<{e.role} seq={e.seq} id={_short(e.id, 24)} {_short(e.content, 28)}{covers}>"
+    if isinstance(value, ConsistencyReport):
+        return "consistent" if value else str(value)
+    return _short(value, 80)
+
+
+def _is_entry(value: object) -> bool:
+    return all(hasattr(value, a) for a in ("id", "user_id", "seq", "role", "content", "covers"))
+
+
+@dataclass
+class Op:
+    call: str
+    started: float
+    outcome: str | None = None  # None: still in flight
+
+
+@dataclass
+class OpLog:
+    """Every store call a test made, in order, with its outcome: the failure's evidence."""
+
+    ops: list[Op] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        active = _active_logs.get()
+        if active is not None:
+            active.append(self)
+
+    def start(self, call: str) -> Op:
+        op = Op(call, time.monotonic())
+        self.ops.append(op)
+        return op
+
+    def note(self, text: str) -> None:
+        """A line that is not a store call (a cancel, a failpoint armed ...)."""
+        self.ops.append(Op(f"# {text}", time.monotonic(), ""))
+
+    def in_flight(self) -> list[Op]:
+        return [op for op in self.ops if op.outcome is None]
+
+    def format(self, last: int = 60) -> str:
+        if not self.ops:
+            return "  (no store operations)"
+        shown = self.ops[-last:]
+        first = len(self.ops) - len(shown) + 1
+        lines = [] if first == 1 else [f"  ... {first - 1} earlier operations"]
+        for n, op in enumerate(shown, first):
+            outcome = "(in flight)" if op.outcome is None else op.outcome
+            lines.append(f"  {n:>3}. {op.call}" + (f" -> {outcome}" if outcome else ""))
+        return "\n".join(lines)
+
+
+class GuaranteeViolation(AssertionError):
+    """A broken guarantee. ``str`` starts with it, e.g. ``G7 atomic compaction: ...``."""
+
+    def __init__(self, guarantee: Guarantee, detail: str, log: OpLog | None = None) -> None:
+        self.guarantee = guarantee
+        self.detail = detail
+        message = f"{guarantee}: {detail}"
+        if log is not None:
+            message += f"\n\noperations, oldest first:\n{log.format()}"
+        super().__init__(message)
+
+
+def expect(condition: object, guarantee: Guarantee, detail: str | Callable[[], str],
+           log: OpLog | None = None) -> None:
+    """Raise ``GuaranteeViolation`` unless ``condition``; ``detail`` may be lazy."""
+    __tracebackhide__ = True
+    if not condition:
+        raise GuaranteeViolation(guarantee, detail() if callable(detail) else detail, log)
+
+
+# --------------------------------------------------------------------------- stores
+
+
+def capabilities_of(store: object) -> Capabilities:
+    """What the store declares; a store without ``capabilities`` gets the defaults."""
+    caps = getattr(store, "capabilities", None)
+    return caps if isinstance(caps, Capabilities) else Capabilities()
+
+
+def _args(*args: object, **kwargs: object) -> str:
+    parts = [_short(a) for a in args]
+    parts += [f"{k}={_short(v)}" for k, v in kwargs.items() if v is not None]
+    return ", ".join(parts)
+
+
+class LoggedStore:
+    """A store wrapper that logs every call and its outcome in ``log``.
+
+    Tests talk to the store only through this wrapper, so that any failure can
+    print the exact operations that led to it. ``inner`` is the real store.
+    """
+
+    def __init__(self, inner: Any, log: OpLog | None = None) -> None:
+        self.inner = inner
+        self.log = log if log is not None else OpLog()
+
+    @property
+    def keep_last(self) -> int:
+        return int(self.inner.keep_last)
+
+    @property
+    def search_staleness(self) -> float:
+        return float(self.inner.search_staleness)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return capabilities_of(self.inner)
+
+    async def _call(self, text: str, awaitable: Awaitable[T]) -> T:
+        op = self.log.start(text)
+        try:
+            result = await awaitable
+        except asyncio.CancelledError:
+            op.outcome = "cancelled"
+            raise
+        except BaseException as exc:
+            op.outcome = f"raised {type(exc).__name__}: {_short(str(exc), 60)}"
+            raise
+        op.outcome = describe(result)
+        return result
+
+    async def append_message(self, user_id: Any, role: Any, content: Any,
+                             *, message_id: Any = None) -> EntryLike:
+        text = f"append_message({_args(user_id, role, content, message_id=message_id)})"
+        return await self._call(text, self.inner.append_message(
+            user_id, role, content, message_id=message_id))
+
+    async def get_history(self, user_id: Any, limit: Any = 10) -> list[EntryLike]:
+        text = f"get_history({_args(user_id, limit=limit)})"
+        return list(await self._call(text, self.inner.get_history(user_id, limit)))
+
+    async def search(self, user_id: Any, query: Any, k: Any = 5) -> list[EntryLike]:
+        text = f"search({_args(user_id, query, k=k)})"
+        return list(await self._call(text, self.inner.search(user_id, query, k)))
+
+    async def compact(self, user_id: Any) -> EntryLike | None:
+        result: EntryLike | None = await self._call(
+            f"compact({_args(user_id)})", self.inner.compact(user_id))
+        return result
+
+    async def forget(self, user_id: Any) -> None:
+        await self._call(f"forget({_args(user_id)})", self.inner.forget(user_id))
+
+    async def consistent_state(self, user_id: Any) -> ConsistencyReport:
+        report: ConsistencyReport = await self._call(
+            f"consistent_state({_args(user_id)})", self.inner.consistent_state(user_id))
+        return report
+
+    async def recover(self) -> None:
+        await self._call("recover()", self.inner.recover())
+
+
+@asynccontextmanager
+async def opened(factory: StoreFactory) -> AsyncIterator[Any]:
+    """Open a fresh store from ``factory``; failing to open is a G12 failure, not a crash."""
+    try:
+        manager = factory()
+    except Exception as exc:
+        raise GuaranteeViolation(Guarantee.ERRORS, f"the store factory {factory!r} raised "
+                                 f"{type(exc).__name__}: {exc}") from exc
+    async with manager as store:
+        yield store
+
+
+@asynccontextmanager
+async def recorded(factory: StoreFactory) -> AsyncIterator[LoggedStore]:
+    """``async with recorded(store) as s``: a fresh store whose every call is logged."""
+    async with opened(factory) as store:
+        yield LoggedStore(store)
+
+
+async def wait_until(probe: Callable[[], Awaitable[T]], done: Callable[[T], bool], *,
+                     within: float, interval: float = 0.005) -> tuple[T, float]:
+    """Poll ``probe`` until ``done(result)`` or ``within`` seconds pass; never a fixed sleep.
+
+    Returns the last result and the seconds it took, so tests can report how
+    long an eventually-consistent read took to converge. Always probes at least
+    once, and once more after the deadline, so ``within=0`` means "now".
+    """
+    start = time.monotonic()
+    deadline = start + within
+    while True:
+        result = await probe()
+        if done(result) or time.monotonic() >= deadline:
+            return result, time.monotonic() - start
+        await asyncio.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+        interval = min(interval * 2, 0.1)
+
+
+# --------------------------------------------------------------------------- running
+
+
+_GRACE = 2.0  # seconds a cancelled test body gets to unwind
+
+
+def _in_flight(logs: Sequence[OpLog]) -> str:
+    pending = [op for log in logs for op in log.in_flight()]
+    if not pending:
+        return "no store operation was in flight"
+    now = time.monotonic()
+    return "in flight: " + "; ".join(f"{op.call} (for {now - op.started:.1f}s)" for op in pending)
+
+
+def run_async(coro: Coroutine[Any, Any, T], *, timeout: float | None = None,
+              what: str = "the test") -> T:
+    """Run ``coro`` on a fresh event loop; past ``timeout`` fail with G12 (never hang).
+
+    A fresh loop per test means no state (locks, pools, tasks) leaks between
+    tests through the loop, whatever the caller's asyncio configuration is.
+    """
+    limit = settings.timeout if timeout is None else timeout
+    logs: list[OpLog] = []
+    loop = asyncio.new_event_loop()
+    context = contextvars.copy_context()
+    context.run(_active_logs.set, logs)
+    try:
+        asyncio.set_event_loop(loop)
+        # Created inside ``context`` so that every OpLog the body makes registers in ``logs``.
+        task = context.run(loop.create_task, coro)
+        loop.run_until_complete(asyncio.wait({task}, timeout=limit))
+        if not task.done():
+            where = _in_flight(logs)
+            task.cancel()
+            loop.run_until_complete(asyncio.wait({task}, timeout=_GRACE))
+            stuck = "" if task.done() else f"; it ignored cancellation for {_GRACE:g}s"
+            log = logs[-1] if logs else None
+            raise GuaranteeViolation(
+                Guarantee.ERRORS, f"{what} did not finish within {limit:g}s: {where}{stuck}. "
+                "A store must raise within a bounded time, never hang", log)
+        return task.result()
+    finally:
+        try:
+            _cancel_leftovers(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
+    leftovers = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for t in leftovers:
+        t.cancel()
+    if leftovers:
+        loop.run_until_complete(asyncio.wait(leftovers, timeout=_GRACE))
+    for t in leftovers:
+        if t.done() and not t.cancelled():
+            t.exception()  # consumed: a store's background error is not this test's failure
+
+
+def suite_test(fn: Callable[..., Coroutine[Any, Any, None]] | None = None, *,
+               timeout: float | None = None) -> Any:
+    """Make ``async def test_x(self, store, ...)`` a sync test run on a fresh loop.
+
+    The signature is kept (pytest reads fixtures through ``__wrapped__``) and
+    the wrapper is not a coroutine function, so no asyncio plugin touches it.
+    ``timeout`` overrides ``--nomnesia-timeout`` for this test.
+    """
+
+    def wrap(body: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
+        if not inspect.iscoroutinefunction(body):
+            raise TypeError(f"suite_test needs an async def, got {body!r}")
+
+        @functools.wraps(body)
+        def test(*args: Any, **kwargs: Any) -> None:
+            __tracebackhide__ = True
+            run_async(body(*args, **kwargs), timeout=timeout, what=body.__name__)
+
+        return test
+
+    return wrap if fn is None else wrap(fn)
+
+
+# --------------------------------------------------------------------------- base class
+
+
+class StoreTests:
+    """Base of every suite class: provides the ``store`` fixture and the override guard.
+
+    ``store`` returns a *factory*, not a store: every test opens its own fresh
+    store through it (``async with recorded(store) as s``). Override it in a
+    subclass to test your store without command-line options::
+
+        class TestMyStore(MemoryStoreSuite):
+            @pytest.fixture
+            def store(self):
+                return MyStore          # zero-arg, async context manager
+    """
+
+    @pytest.fixture
+    def store(self, nomnesia_store: StoreFactory) -> StoreFactory:
+        return nomnesia_store
+
+    def test_no_overrides_DO_NOT_OVERRIDE(self) -> None:
+        """Suite tests may be overridden only to mark them xfail, so a red test can't be hidden.
+
+        Troubleshooting: if this fails, a subclass replaced a suite test with
+        its own version. Delete the override, or decorate it with
+        ``@pytest.mark.xfail(reason="why this store does not meet it")`` so the
+        gap stays visible in every run.
+        """
+        hidden = []
+        cls = type(self)
+        for base in cls.__mro__:
+            if not base.__module__.startswith("nomnesia.suite."):
+                continue
+            for name in vars(base):
+                if not name.startswith("test_"):
+                    continue
+                owner = next(c for c in cls.__mro__ if name in vars(c))
+                if owner.__module__.startswith("nomnesia.suite."):
+                    continue
+                current = vars(owner)[name]
+                marks = getattr(current, "pytestmark", [])
+                if not any(getattr(m, "name", None) == "xfail" for m in marks):
+                    hidden.append(f"{name} (from {base.__qualname__})")
+        if hidden:
+            pytest.fail("suite tests overridden without @pytest.mark.xfail(reason=...): "
+                        + ", ".join(sorted(set(hidden))), pytrace=False)
