@@ -65,6 +65,10 @@ ADAPTERS: dict[str, AdapterSpec] = {
     for spec in (
         AdapterSpec("memory", "nomnesia.adapters.memory:InMemoryStore",
                     description="in-process oracle: every guarantee, no backends"),
+        AdapterSpec("pgvector", "nomnesia.adapters.stacks:open_pgvector",
+                    extras=("pgvector", "redis", "embedded"), requires=("psycopg", "redis"),
+                    engines=("postgres", "redis"),
+                    description="Redis short-term log + pgvector index + PostgreSQL archive"),
     )
 }
 

@@ -1,0 +1,80 @@
+"""In-process ShortTermLog and VectorIndex, for unit tests of TieredMemoryStore.
+
+They keep the tiers' contracts (idempotent, keyed by entry id, per user) with
+no engine, so the store's crash handling can be tested in milliseconds; the
+failpoint sweep then repeats it on the real engines.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from nomnesia.suite.contract import Entry
+
+__all__ = ["InMemoryIndex", "InMemoryLog"]
+
+
+class InMemoryLog:
+    """A dict per user; ``tail`` sorts by seq."""
+
+    def __init__(self, name: str = "log") -> None:
+        self.name = name
+        self._users: dict[str, dict[str, Entry]] = {}
+
+    async def put(self, entries: Sequence[Entry]) -> None:
+        for entry in entries:
+            self._users.setdefault(entry.user_id, {})[entry.id] = entry
+
+    async def remove(self, user_id: str, entry_ids: Sequence[str]) -> None:
+        user = self._users.get(user_id, {})
+        for entry_id in entry_ids:
+            user.pop(entry_id, None)
+
+    async def tail(self, user_id: str, limit: int) -> list[Entry]:
+        entries = sorted(self._users.get(user_id, {}).values(), key=lambda e: e.seq)
+        return entries[-limit:]
+
+    async def ids(self, user_id: str) -> set[str]:
+        return set(self._users.get(user_id, {}))
+
+    async def delete_user(self, user_id: str) -> None:
+        self._users.pop(user_id, None)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+
+class InMemoryIndex:
+    """Exact cosine search over a dict per user."""
+
+    search_staleness = 0.0
+
+    def __init__(self, dim: int = 384, name: str = "index") -> None:
+        self.name = name
+        self.dim = dim
+        self._users: dict[str, dict[str, list[float]]] = {}
+
+    async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
+        for entry, vector in zip(entries, vectors, strict=True):
+            self._users.setdefault(entry.user_id, {})[entry.id] = list(vector)
+
+    async def delete(self, user_id: str, entry_ids: Sequence[str]) -> None:
+        user = self._users.get(user_id, {})
+        for entry_id in entry_ids:
+            user.pop(entry_id, None)
+
+    async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
+        scored = [(math.fsum(a * b for a, b in zip(vector, v, strict=False)), entry_id)
+                  for entry_id, v in self._users.get(user_id, {}).items()]
+        scored.sort(key=lambda s: s[0], reverse=True)
+        return [entry_id for _, entry_id in scored[:k]]
+
+    async def ids(self, user_id: str) -> set[str]:
+        return set(self._users.get(user_id, {}))
+
+    async def delete_user(self, user_id: str) -> None:
+        self._users.pop(user_id, None)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""

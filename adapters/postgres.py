@@ -1,0 +1,319 @@
+"""PostgreSQL archive and pgvector index, with psycopg 3 and one connection pool.
+
+Everything lives in one schema per store (``nm_<hex>``), created by ``create``
+and dropped by ``drop``, so many stores share one server unseen and a test run
+leaves nothing behind. User ids, entry ids and contents are always bound
+parameters; the schema name is composed with ``sql.Identifier``.
+
+Each archive write is one call of a PL/pgSQL function, i.e. one round trip and
+one transaction: the per-user row in ``users`` is locked (by the upsert that
+hands out the seq), so appends, compactions and forgets of one user serialise
+in the database even across processes. Ids and contents are stored as bytea
+(UTF-8): PostgreSQL ``text`` cannot hold NUL, which SPEC.md allows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from nomnesia.suite.contract import SUMMARY_ROLE, Entry
+from psycopg import AsyncConnection, sql
+from psycopg.rows import TupleRow
+from psycopg_pool import AsyncConnectionPool
+
+from .archive import StalePrefix
+
+__all__ = ["PgVectorIndex", "PostgresArchive", "create_pool", "drop_schema"]
+
+_SCHEMA_RE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+_COLUMNS = "id, seq, role, content, covers"
+
+_DDL = """
+CREATE SCHEMA {s};
+CREATE TABLE {s}.users (uid text PRIMARY KEY, next_seq bigint NOT NULL);
+CREATE TABLE {s}.entries (
+    uid text NOT NULL, id bytea NOT NULL, seq bigint NOT NULL, role text NOT NULL,
+    content bytea NOT NULL, covers bytea[] NOT NULL DEFAULT '{{}}', covered_by bytea,
+    PRIMARY KEY (uid, id));
+CREATE UNIQUE INDEX ON {s}.entries (uid, seq) WHERE covered_by IS NULL;
+CREATE TABLE {s}.outbox (id bigserial PRIMARY KEY, uid text NOT NULL);
+CREATE INDEX ON {s}.outbox (uid);
+
+CREATE FUNCTION {s}.append(p_uid text, p_id bytea, p_role text, p_content bytea, p_done bigint[])
+RETURNS TABLE (r_seq bigint, r_role text, r_content bytea, r_outbox bigint)
+LANGUAGE plpgsql AS $f$
+DECLARE v_seq bigint; v_ob bigint;
+BEGIN
+    IF cardinality(p_done) > 0 THEN DELETE FROM {s}.outbox WHERE id = ANY(p_done); END IF;
+    -- the upsert locks the user's row until commit: one writer per user at a time
+    INSERT INTO {s}.users AS u (uid, next_seq) VALUES (p_uid, 2)
+        ON CONFLICT (uid) DO UPDATE SET next_seq = u.next_seq + 1
+        RETURNING u.next_seq - 1 INTO v_seq;
+    RETURN QUERY SELECT e.seq, e.role, e.content, NULL::bigint
+        FROM {s}.entries e WHERE e.uid = p_uid AND e.id = p_id;
+    IF FOUND THEN RETURN; END IF;
+    INSERT INTO {s}.entries (uid, id, seq, role, content)
+        VALUES (p_uid, p_id, v_seq, p_role, p_content);
+    INSERT INTO {s}.outbox (uid) VALUES (p_uid) RETURNING id INTO v_ob;
+    RETURN QUERY SELECT v_seq, p_role, NULL::bytea, v_ob;
+END $f$;
+
+CREATE FUNCTION {s}.compact(p_uid text, p_prefix bytea[], p_last_seq bigint, p_sid bytea,
+                            p_content bytea, p_covers bytea[])
+RETURNS bigint LANGUAGE plpgsql AS $f$
+DECLARE v_ob bigint; v_live bytea[];
+BEGIN
+    PERFORM 1 FROM {s}.users WHERE uid = p_uid FOR UPDATE;
+    SELECT coalesce(array_agg(id ORDER BY seq), '{{}}') INTO v_live FROM {s}.entries
+        WHERE uid = p_uid AND covered_by IS NULL AND seq <= p_last_seq;
+    IF v_live IS DISTINCT FROM p_prefix THEN RETURN NULL; END IF;
+    DELETE FROM {s}.entries WHERE uid = p_uid AND id = ANY(p_prefix) AND role = 'summary';
+    UPDATE {s}.entries SET covered_by = p_sid WHERE uid = p_uid AND id = ANY(p_prefix);
+    INSERT INTO {s}.entries (uid, id, seq, role, content, covers)
+        VALUES (p_uid, p_sid, p_last_seq, 'summary', p_content, p_covers);
+    INSERT INTO {s}.outbox (uid) VALUES (p_uid) RETURNING id INTO v_ob;
+    RETURN v_ob;
+END $f$;
+
+CREATE FUNCTION {s}.forget(p_uid text) RETURNS bigint LANGUAGE plpgsql AS $f$
+DECLARE v_ob bigint;
+BEGIN
+    PERFORM 1 FROM {s}.users WHERE uid = p_uid FOR UPDATE;
+    DELETE FROM {s}.entries WHERE uid = p_uid;
+    DELETE FROM {s}.users WHERE uid = p_uid;
+    DELETE FROM {s}.outbox WHERE uid = p_uid;
+    INSERT INTO {s}.outbox (uid) VALUES (p_uid) RETURNING id INTO v_ob;
+    RETURN v_ob;
+END $f$;
+"""
+
+
+def _check_schema(schema: str) -> str:
+    if not _SCHEMA_RE.match(schema):
+        raise ValueError(f"schema {schema!r} must match {_SCHEMA_RE.pattern}")
+    return schema
+
+
+def _ddl(text: str, schema: str) -> sql.Composed:
+    return sql.SQL(text).format(s=sql.Identifier(_check_schema(schema)))
+
+
+async def create_pool(dsn: str, *, max_size: int = 8, timeout: float = 5.0) -> AsyncConnectionPool:
+    """An open pool in autocommit mode: every statement here is its own transaction."""
+
+    async def configure(conn: AsyncConnection[TupleRow]) -> None:
+        await conn.set_autocommit(True)
+
+    pool: AsyncConnectionPool = AsyncConnectionPool(
+        dsn, min_size=1, max_size=max_size, open=False, configure=configure, timeout=timeout,
+        kwargs={"connect_timeout": max(1, int(timeout))})
+    await pool.open(wait=True, timeout=timeout)
+    return pool
+
+
+async def drop_schema(pool: AsyncConnectionPool, schema: str) -> None:
+    async with pool.connection() as conn:
+        await conn.execute(_ddl("DROP SCHEMA IF EXISTS {s} CASCADE", schema))
+
+
+def _b(text: str) -> bytes:
+    return text.encode("utf-8")
+
+
+def _entry(user_id: str, row: Sequence[Any]) -> Entry:
+    entry_id, seq, role, content, covers = row
+    return Entry(bytes(entry_id).decode(), user_id, int(seq), str(role), bytes(content).decode(),
+                 tuple(bytes(c).decode() for c in covers))
+
+
+class PostgresArchive:
+    """The ArchiveTier on PostgreSQL (see adapters/archive.py for the contract)."""
+
+    name = "postgres"
+
+    def __init__(self, pool: AsyncConnectionPool, schema: str) -> None:
+        self._pool = pool
+        self._schema = _check_schema(schema)
+        self._done: list[int] = []  # outbox rows to delete with the next append
+        q = self._q
+        self._sql_append = q("SELECT * FROM {s}.append(%s, %s, %s, %s, %s::bigint[])")
+        self._sql_compact = q("SELECT {s}.compact(%s, %s::bytea[], %s, %s, %s, %s::bytea[])")
+        self._sql_forget = q("SELECT {s}.forget(%s)")
+        self._sql_tail = q(f"SELECT {_COLUMNS} FROM {{s}}.entries WHERE uid = %s "
+                           "AND covered_by IS NULL ORDER BY seq DESC LIMIT %s")
+        self._sql_live = q(f"SELECT {_COLUMNS} FROM {{s}}.entries WHERE uid = %s "
+                           "AND covered_by IS NULL ORDER BY seq")
+        self._sql_among = q(f"SELECT {_COLUMNS} FROM {{s}}.entries WHERE uid = %s "
+                            "AND covered_by IS NULL AND (id = ANY(%s::bytea[]) OR content = %s)")
+        self._sql_pending = q("SELECT id, uid FROM {s}.outbox ORDER BY id")
+        self._sql_pending_user = q("SELECT id, uid FROM {s}.outbox WHERE uid = %s ORDER BY id")
+        self._sql_clear = q("DELETE FROM {s}.outbox WHERE id = ANY(%s::bigint[])")
+
+    def _q(self, text: str) -> sql.Composed:
+        return _ddl(text, self._schema)
+
+    async def create(self) -> None:
+        """Create the schema, tables and functions (fails if the schema exists)."""
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute(self._q(_DDL))
+
+    async def drop(self) -> None:
+        await drop_schema(self._pool, self._schema)
+
+    async def _rows(self, query: sql.Composed, params: Sequence[Any]) -> list[TupleRow]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(query, params)
+            return await cur.fetchall()
+
+    async def append(self, user_id: str, entry_id: str, role: str,
+                     content: str) -> tuple[Entry, int | None]:
+        done, self._done = self._done, []
+        try:
+            rows = await self._rows(self._sql_append,
+                                    (user_id, _b(entry_id), role, _b(content), done))
+        except BaseException:
+            self._done.extend(done)  # not deleted: try again with the next write
+            raise
+        seq, stored_role, stored_content, outbox = rows[0]
+        if outbox is not None:
+            return Entry(entry_id, user_id, int(seq), role, content), int(outbox)
+        if stored_role == SUMMARY_ROLE:
+            raise ValueError(f"message_id {entry_id!r} is the id of a summary")
+        existing = Entry(entry_id, user_id, int(seq), str(stored_role),
+                         bytes(stored_content).decode())
+        if (existing.role, existing.content) != (role, content):
+            raise ValueError(f"message_id {entry_id!r} already holds a different message")
+        return existing, None
+
+    async def commit_compaction(self, user_id: str, prefix: Sequence[Entry],
+                                summary: Entry) -> int:
+        rows = await self._rows(self._sql_compact, (
+            user_id, [_b(e.id) for e in prefix], summary.seq, _b(summary.id),
+            _b(summary.content), [_b(c) for c in summary.covers]))
+        if rows[0][0] is None:
+            raise StalePrefix(user_id)
+        return int(rows[0][0])
+
+    async def forget(self, user_id: str) -> int:
+        rows = await self._rows(self._sql_forget, (user_id,))
+        return int(rows[0][0])
+
+    async def tail(self, user_id: str, limit: int) -> list[Entry]:
+        rows = await self._rows(self._sql_tail, (user_id, limit))
+        return [_entry(user_id, r) for r in reversed(rows)]
+
+    async def live(self, user_id: str) -> list[Entry]:
+        return [_entry(user_id, r) for r in await self._rows(self._sql_live, (user_id,))]
+
+    async def live_among(self, user_id: str, ids: Sequence[str], content: str) -> list[Entry]:
+        rows = await self._rows(self._sql_among, (user_id, [_b(i) for i in ids], _b(content)))
+        return [_entry(user_id, r) for r in rows]
+
+    async def _flush(self) -> None:
+        done, self._done = self._done, []
+        if done:
+            try:
+                await self._rows_none(self._sql_clear, (done,))
+            except BaseException:
+                self._done.extend(done)
+                raise
+
+    async def _rows_none(self, query: sql.Composed, params: Sequence[Any]) -> None:
+        async with self._pool.connection() as conn:
+            await conn.execute(query, params)
+
+    async def pending(self, user_id: str | None = None) -> list[tuple[int, str]]:
+        await self._flush()
+        if user_id is None:
+            rows = await self._rows(self._sql_pending, ())
+        else:
+            rows = await self._rows(self._sql_pending_user, (user_id,))
+        return [(int(ob), str(uid)) for ob, uid in rows]
+
+    async def clear(self, outbox_ids: Sequence[int], *, lazy: bool = False) -> None:
+        if lazy:
+            self._done.extend(outbox_ids)
+            return
+        await self._rows_none(self._sql_clear, (list(outbox_ids),))
+
+    async def aclose(self) -> None:
+        """Delete the outbox rows still buffered; the pool belongs to the stack."""
+        await self._flush()
+
+
+class PgVectorIndex:
+    """The VectorIndex on pgvector: exact cosine distance, filtered by user.
+
+    Exact scan (no HNSW) on purpose: an approximate index with a per-user
+    filter can miss a user's nearest entries, and the search guarantee needs
+    exact-content hits. A write is visible when it returns: staleness 0.
+    """
+
+    name = "pgvector"
+    search_staleness = 0.0
+
+    def __init__(self, pool: AsyncConnectionPool, schema: str, dim: int = 384) -> None:
+        self._pool = pool
+        self._schema = _check_schema(schema)
+        self.dim = dim
+        q = self._q
+        self._sql_upsert = q("INSERT INTO {s}.vectors (uid, id, embedding) "
+                             "VALUES (%s, %s, %s::vector) ON CONFLICT (uid, id) "
+                             "DO UPDATE SET embedding = EXCLUDED.embedding")
+        self._sql_delete = q("DELETE FROM {s}.vectors WHERE uid = %s AND id = ANY(%s::bytea[])")
+        self._sql_query = q("SELECT id FROM {s}.vectors WHERE uid = %s "
+                            "ORDER BY embedding <=> %s::vector, id LIMIT %s")
+        self._sql_ids = q("SELECT id FROM {s}.vectors WHERE uid = %s")
+        self._sql_delete_user = q("DELETE FROM {s}.vectors WHERE uid = %s")
+
+    def _q(self, text: str) -> sql.Composed:
+        return _ddl(text, self._schema)
+
+    async def create(self) -> None:
+        """Create the vectors table inside the (existing) schema."""
+        async with self._pool.connection() as conn:
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            await conn.execute(sql.SQL(
+                "CREATE TABLE {s}.vectors (uid text NOT NULL, id bytea NOT NULL, "
+                "embedding vector({dim}) NOT NULL, PRIMARY KEY (uid, id))").format(
+                    s=sql.Identifier(self._schema), dim=sql.Literal(self.dim)))
+
+    @staticmethod
+    def _text(vector: Sequence[float]) -> str:
+        return "[" + ",".join(repr(float(v)) for v in vector) + "]"
+
+    async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
+        params = [(e.user_id, _b(e.id), self._text(v))
+                  for e, v in zip(entries, vectors, strict=True)]
+        if not params:
+            return
+        async with self._pool.connection() as conn:
+            if len(params) == 1:
+                await conn.execute(self._sql_upsert, params[0])
+            else:
+                async with conn.cursor() as cur:
+                    await cur.executemany(self._sql_upsert, params)
+
+    async def delete(self, user_id: str, entry_ids: Sequence[str]) -> None:
+        if entry_ids:
+            async with self._pool.connection() as conn:
+                await conn.execute(self._sql_delete, (user_id, [_b(i) for i in entry_ids]))
+
+    async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(self._sql_query, (user_id, self._text(vector), k))
+            return [bytes(r[0]).decode() for r in await cur.fetchall()]
+
+    async def ids(self, user_id: str) -> set[str]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(self._sql_ids, (user_id,))
+            return {bytes(r[0]).decode() for r in await cur.fetchall()}
+
+    async def delete_user(self, user_id: str) -> None:
+        async with self._pool.connection() as conn:
+            await conn.execute(self._sql_delete_user, (user_id,))
+
+    async def aclose(self) -> None:
+        """The pool and the schema belong to the stack."""

@@ -1,0 +1,120 @@
+"""The short-term log on Redis or Valkey, with redis-py asyncio.
+
+Per user, two keys under the store's namespace: a sorted set of serialised
+entries scored by seq (so ``tail`` is one ZRANGE, an atomic snapshot) and a
+hash from entry id to the same blob (so removal by id is exact). Every write
+is one Lua script, so a reader never sees half of a write. Key names hold the
+SHA-256 of the user id, never the id itself: any user id is safe as data, and
+both keys share one hash tag (one cluster slot).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, cast
+
+from nomnesia.suite.contract import Entry
+from redis.asyncio import Redis
+
+__all__ = ["RedisLog", "drop_namespace"]
+
+_NAMESPACE_RE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+
+_PUT = """
+for i = 1, #ARGV, 3 do
+    local old = redis.call('HGET', KEYS[2], ARGV[i])
+    if old then redis.call('ZREM', KEYS[1], old) end
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 2])
+    redis.call('ZADD', KEYS[1], ARGV[i + 1], ARGV[i + 2])
+end
+return #ARGV / 3
+"""
+
+_REMOVE = """
+for i = 1, #ARGV do
+    local old = redis.call('HGET', KEYS[2], ARGV[i])
+    if old then
+        redis.call('ZREM', KEYS[1], old)
+        redis.call('HDEL', KEYS[2], ARGV[i])
+    end
+end
+return 0
+"""
+
+
+def _blob(entry: Entry) -> str:
+    return json.dumps([entry.id, entry.seq, entry.role, entry.content, list(entry.covers)],
+                      ensure_ascii=False, separators=(",", ":"))
+
+
+def _entry(user_id: str, blob: bytes) -> Entry:
+    entry_id, seq, role, content, covers = json.loads(blob)
+    return Entry(entry_id, user_id, int(seq), role, content, tuple(covers))
+
+
+class RedisLog:
+    """ShortTermLog on a Redis-protocol server (``name`` is "redis" or "valkey")."""
+
+    def __init__(self, url: str, namespace: str, *, name: str = "redis",
+                 timeout: float = 5.0) -> None:
+        if not _NAMESPACE_RE.match(namespace):
+            raise ValueError(f"namespace {namespace!r} must match {_NAMESPACE_RE.pattern}")
+        self.name = name
+        self.namespace = namespace
+        self._redis: Redis = Redis.from_url(
+            url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=False)
+        self._put = self._redis.register_script(_PUT)
+        self._remove = self._redis.register_script(_REMOVE)
+
+    def _keys(self, user_id: str) -> list[str]:
+        tag = hashlib.sha256(user_id.encode("utf-8")).hexdigest()
+        return [f"{self.namespace}:{{{tag}}}:z", f"{self.namespace}:{{{tag}}}:h"]
+
+    async def put(self, entries: Sequence[Entry]) -> None:
+        by_user: dict[str, list[Any]] = {}
+        for entry in entries:
+            by_user.setdefault(entry.user_id, []).extend((entry.id, entry.seq, _blob(entry)))
+        for user_id, args in by_user.items():
+            await self._put(keys=self._keys(user_id), args=args)
+
+    async def remove(self, user_id: str, entry_ids: Sequence[str]) -> None:
+        if entry_ids:
+            await self._remove(keys=self._keys(user_id), args=list(entry_ids))
+
+    async def tail(self, user_id: str, limit: int) -> list[Entry]:
+        blobs = await self._redis.zrange(self._keys(user_id)[0], -limit, -1)
+        return [_entry(user_id, cast(bytes, b)) for b in blobs]
+
+    async def ids(self, user_id: str) -> set[str]:
+        keys: list[bytes | str] = await self._redis.hkeys(self._keys(user_id)[1])
+        return {k.decode() if isinstance(k, bytes) else k for k in keys}
+
+    async def delete_user(self, user_id: str) -> None:
+        await self._redis.delete(*self._keys(user_id))
+
+    async def ping(self) -> None:
+        await self._redis.ping()
+
+    async def aclose(self) -> None:
+        await self._redis.aclose()
+
+
+async def drop_namespace(url: str, namespace: str, *, timeout: float = 5.0) -> None:
+    """Delete every key of a namespace, with a client of its own (the log may be closed)."""
+    if not _NAMESPACE_RE.match(namespace):
+        raise ValueError(f"namespace {namespace!r} must match {_NAMESPACE_RE.pattern}")
+    redis: Redis = Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+    try:
+        batch: list[bytes] = []
+        async for key in redis.scan_iter(match=f"{namespace}:*", count=500):
+            batch.append(key)
+            if len(batch) >= 500:
+                await redis.unlink(*batch)
+                batch.clear()
+        if batch:
+            await redis.unlink(*batch)
+    finally:
+        await redis.aclose()

@@ -1,0 +1,130 @@
+"""Stack factories: a TieredMemoryStore on engines, in a namespace of its own.
+
+Every built-in stack is the PostgreSQL archive + a Redis/Valkey short-term log
++ some vector index; only the index differs. So a stack module writes one
+``make_index(ctx)`` and calls ``open_engine_stack``; engines, namespace,
+archive, log and the cleanup that leaves nothing behind live here once.
+See /work/notes/stacks-interface.md (and docs) for the contract.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from .archive import ArchiveTier
+from .text import Embedder, HashingEmbedder, Summarizer
+from .tiered import TieredMemoryStore
+from .tiers import ShortTermLog, VectorIndex
+
+__all__ = ["IndexFactory", "StackContext", "open_engine_stack", "open_pgvector", "open_stack",
+           "open_valkey"]
+
+
+@dataclass
+class StackContext:
+    """What an index factory gets: engines, a fresh namespace, the store's settings."""
+
+    provider: Any
+    namespace: str
+    """``nm_<16 hex>``: safe as a collection, table, schema or key-prefix name."""
+    dim: int
+    timeout: float
+    cleanup: AsyncExitStack
+    """Push callbacks that drop what the index created; run after the store closes."""
+    pool: Any = None
+    """The PostgreSQL pool of the archive (``psycopg_pool.AsyncConnectionPool``)."""
+
+
+IndexFactory = Callable[[StackContext], Awaitable[VectorIndex]]
+
+
+@asynccontextmanager
+async def open_stack(*, log: ShortTermLog, index: VectorIndex, archive: ArchiveTier,
+                     keep_last: int = 4, embedder: Embedder | None = None,
+                     summarizer: Summarizer | None = None, timeout: float = 5.0,
+                     history_from_log: bool = True) -> AsyncIterator[TieredMemoryStore]:
+    """A TieredMemoryStore over tiers you built; they are closed on exit."""
+    store = TieredMemoryStore(log=log, index=index, archive=archive, keep_last=keep_last,
+                              embedder=embedder, summarizer=summarizer, timeout=timeout,
+                              history_from_log=history_from_log)
+    try:
+        yield store
+    finally:
+        await store.aclose()
+
+
+async def _pgvector_index(ctx: StackContext) -> VectorIndex:
+    from .postgres import PgVectorIndex
+
+    index = PgVectorIndex(ctx.pool, ctx.namespace, ctx.dim)
+    await index.create()
+    return index
+
+
+@asynccontextmanager
+async def open_engine_stack(make_index: IndexFactory | None = None, *, provider: Any = None,
+                            log_engine: str = "redis", engines: Sequence[str] | None = None,
+                            keep_last: int = 4, embedder: Embedder | None = None,
+                            summarizer: Summarizer | None = None, timeout: float = 5.0,
+                            history_from_log: bool = True,
+                            pool_size: int = 8) -> AsyncIterator[TieredMemoryStore]:
+    """PostgreSQL archive + ``log_engine`` log + ``make_index(ctx)`` (default pgvector).
+
+    With ``provider=None`` the stack starts its own engines and stops them on
+    exit; with a provider it only creates (and on exit drops) its namespace.
+    """
+    from .postgres import PostgresArchive, create_pool, drop_schema
+    from .redis_log import RedisLog, drop_namespace
+
+    if log_engine not in ("redis", "valkey"):
+        raise ValueError(f"log_engine must be 'redis' or 'valkey', not {log_engine!r}")
+    embedder = embedder or HashingEmbedder()
+    needed = tuple(dict.fromkeys(("postgres", log_engine, *(engines or ()))))
+    namespace = f"nm_{secrets.token_hex(8)}"
+    async with AsyncExitStack() as outer:
+        if provider is None:
+            from .engines import get_provider
+
+            provider = get_provider()
+            outer.push_async_callback(asyncio.to_thread, provider.close)
+        urls: dict[str, str] = await asyncio.to_thread(provider.urls, *needed)
+        pool = await create_pool(urls["postgres"], max_size=pool_size, timeout=timeout)
+        outer.push_async_callback(pool.close)
+        archive = PostgresArchive(pool, namespace)
+        await archive.create()
+        outer.push_async_callback(drop_schema, pool, namespace)
+        outer.push_async_callback(drop_namespace, urls[log_engine], namespace, timeout=timeout)
+        log = RedisLog(urls[log_engine], namespace, name=log_engine, timeout=timeout)
+        outer.push_async_callback(log.aclose)
+        ctx = StackContext(provider, namespace, embedder.dim, timeout,
+                           await outer.enter_async_context(AsyncExitStack()), pool)
+        index = await (make_index or _pgvector_index)(ctx)
+        try:
+            store = TieredMemoryStore(log=log, index=index, archive=archive,
+                                      keep_last=keep_last, embedder=embedder,
+                                      summarizer=summarizer, timeout=timeout,
+                                      history_from_log=history_from_log)
+        except BaseException:
+            await index.aclose()
+            raise
+        outer.push_async_callback(store.aclose)  # closes archive, log and index
+        yield store
+
+
+def open_pgvector(*, provider: Any = None, keep_last: int = 4,
+                  **kw: Any) -> AbstractAsyncContextManager[TieredMemoryStore]:
+    """The ``pgvector`` stack: Redis log + pgvector index + PostgreSQL archive."""
+    return open_engine_stack(None, provider=provider, log_engine="redis",
+                             keep_last=keep_last, **kw)
+
+
+def open_valkey(*, provider: Any = None, keep_last: int = 4,
+                **kw: Any) -> AbstractAsyncContextManager[TieredMemoryStore]:
+    """The ``valkey`` stack: Valkey log + pgvector index + PostgreSQL archive."""
+    return open_engine_stack(None, provider=provider, log_engine="valkey",
+                             keep_last=keep_last, **kw)

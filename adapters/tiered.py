@@ -1,0 +1,340 @@
+"""TieredMemoryStore: short-term log + vector index + archive, safe under crashes.
+
+The seed wrote its three backends one after the other and lost memory whenever
+it was interrupted in between. Here the archive is the source of truth: every
+write is first ONE archive transaction (entry or summary + covered marks + an
+outbox row naming the user), and only then are the log and the index brought
+in line, idempotently, keyed by entry id. An interruption can therefore only
+leave a tier *behind* the archive; the outbox row says so, and ``recover()``
+(or the next write for that user) re-syncs the tiers from the archive.
+
+Reads never trust a tier that may be behind:
+
+- ``get_history`` serves the log only when no write of that user is in flight
+  in this store and none was interrupted (a per-user seqlock: the version is
+  bumped when a writer takes the user's lock, and re-checked after the read);
+  otherwise it reads the archive's live rows.
+- ``search`` over-fetches ids from the index, then keeps only the archive's
+  live rows (plus live rows whose content is exactly the query), so an index
+  that still holds covered or forgotten entries can never leak them.
+
+Each user has an asyncio lock held across a write's archive commit and tier
+updates; the summarizer runs outside it, and a compaction whose prefix moved
+meanwhile is recomputed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import uuid
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TypeVar
+
+from nomnesia.suite.contract import SUMMARY_ROLE, Capabilities, ConsistencyReport, Difference, Entry
+from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, MemoryStoreError, StoreClosed
+from nomnesia.suite.failpoints import failpoint
+from nomnesia.suite.validation import validate_append, validate_limit, validate_user_id
+
+from .archive import ArchiveTier, StalePrefix
+from .text import ConcatSummarizer, Embedder, HashingEmbedder, Summarizer
+from .tiers import ShortTermLog, VectorIndex
+
+__all__ = ["FAILPOINTS", "TieredMemoryStore"]
+
+T = TypeVar("T")
+
+FAILPOINTS: tuple[str, ...] = (
+    "tiered.append.after_archive",
+    "tiered.append.after_log",
+    "tiered.append.after_index",
+    "tiered.compact.after_summarize",
+    "tiered.compact.after_archive",
+    "tiered.compact.after_log_put",
+    "tiered.compact.after_log",
+    "tiered.compact.after_index_upsert",
+    "tiered.compact.after_index",
+    "tiered.forget.after_archive",
+    "tiered.forget.after_log",
+    "tiered.forget.after_index",
+    "tiered.resync.after_log",
+    "tiered.resync.after_index",
+)
+"""Every point between two backend writes, in the order an operation passes them."""
+
+_COMPACT_ATTEMPTS = 8
+
+
+@dataclass
+class _Guard:
+    """Per-user writer lock, seqlock version, and whether a tier may be behind."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    version: int = 0
+    dirty: bool = False
+
+
+class TieredMemoryStore:
+    """A MemoryStore over any ShortTermLog, VectorIndex and ArchiveTier.
+
+    ``timeout`` bounds every backend call (SPEC G12); ``history_from_log``
+    can be turned off to serve every read from the archive.
+    """
+
+    capabilities = Capabilities(failpoints=True, failpoint_names=FAILPOINTS, persistent=True)
+
+    def __init__(self, *, log: ShortTermLog, index: VectorIndex, archive: ArchiveTier,
+                 keep_last: int = 4, embedder: Embedder | None = None,
+                 summarizer: Summarizer | None = None, timeout: float = 5.0,
+                 history_from_log: bool = True) -> None:
+        validate_limit("keep_last", keep_last)
+        if timeout <= 0:
+            raise ValueError("timeout must be > 0")
+        self.keep_last = keep_last
+        self.log, self.index, self.archive = log, index, archive
+        self.search_staleness: float = index.search_staleness
+        self.timeout = timeout
+        self.history_from_log = history_from_log
+        self._embedder: Embedder = embedder or HashingEmbedder(index.dim)
+        if self._embedder.dim != index.dim:
+            raise ValueError(f"embedder dim {self._embedder.dim} != index dim {index.dim}")
+        self._summarizer: Summarizer = summarizer or ConcatSummarizer()
+        self._guards: dict[str, _Guard] = {}
+        self._closed = False
+
+    async def __aenter__(self) -> TieredMemoryStore:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    # -- plumbing -------------------------------------------------------------
+
+    async def _call(self, backend: str, awaitable: Awaitable[T]) -> T:
+        """Bound one backend call by the timeout and name the backend in any failure."""
+        try:
+            if sys.version_info >= (3, 11):
+                async with asyncio.timeout(self.timeout):
+                    return await awaitable
+            return await asyncio.wait_for(awaitable, self.timeout)
+        except (ValueError, TypeError, MemoryStoreError, StalePrefix):
+            raise
+        except TimeoutError:
+            raise BackendTimeout(backend, self.timeout) from None
+        except Exception as exc:
+            raise BackendUnavailable(backend, f"{type(exc).__name__}: {exc}") from exc
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosed("TieredMemoryStore is closed")
+
+    def _guard(self, user_id: str) -> _Guard:
+        guard = self._guards.get(user_id)
+        if guard is None:
+            guard = self._guards[user_id] = _Guard()
+        return guard
+
+    def _vectors(self, entries: Sequence[Entry]) -> list[list[float]]:
+        return self._embedder.embed([e.content for e in entries])
+
+    async def _put_tiers(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]],
+                         op: str) -> None:
+        await self._call(self.log.name, self.log.put(entries))
+        await failpoint(f"tiered.{op}.after_log")
+        await self._call(self.index.name, self.index.upsert(entries, vectors))
+        await failpoint(f"tiered.{op}.after_index")
+
+    async def _resync(self, user_id: str, guard: _Guard) -> None:
+        """Bring log and index in line with the archive for one user (caller holds the lock)."""
+        pending = await self._call(self.archive.name, self.archive.pending(user_id))
+        live = await self._call(self.archive.name, self.archive.live(user_id))
+        if not live:
+            await self._call(self.log.name, self.log.delete_user(user_id))
+            await failpoint("tiered.resync.after_log")
+            await self._call(self.index.name, self.index.delete_user(user_id))
+        else:
+            wanted = {e.id for e in live}
+            in_log = await self._call(self.log.name, self.log.ids(user_id))
+            in_index = await self._call(self.index.name, self.index.ids(user_id))
+            if extra := sorted(in_log - wanted):
+                await self._call(self.log.name, self.log.remove(user_id, extra))
+            if missing := [e for e in live if e.id not in in_log]:
+                await self._call(self.log.name, self.log.put(missing))
+            await failpoint("tiered.resync.after_log")
+            if extra := sorted(in_index - wanted):
+                await self._call(self.index.name, self.index.delete(user_id, extra))
+            if missing := [e for e in live if e.id not in in_index]:
+                await self._call(self.index.name,
+                                 self.index.upsert(missing, self._vectors(missing)))
+        await failpoint("tiered.resync.after_index")
+        if pending:
+            await self._call(self.archive.name, self.archive.clear([ob for ob, _ in pending]))
+        guard.dirty = False
+
+    # -- the protocol ---------------------------------------------------------
+
+    async def append_message(self, user_id: str, role: str, content: str,
+                             *, message_id: str | None = None) -> Entry:
+        user_id, role, content, message_id = validate_append(user_id, role, content, message_id)
+        self._check_open()
+        entry_id = message_id if message_id is not None else uuid.uuid4().hex
+        vector = self._embedder.embed([content])
+        guard = self._guard(user_id)
+        async with guard.lock:
+            guard.version += 1
+            if guard.dirty:
+                await self._resync(user_id, guard)
+            guard.dirty = True  # from here the archive may hold what the tiers lack
+            try:
+                entry, outbox = await self._call(
+                    self.archive.name, self.archive.append(user_id, entry_id, role, content))
+            except ValueError:
+                guard.dirty = False  # refused inside the transaction: nothing was written
+                raise
+            if outbox is None:  # an idempotent retry: already accounted for and synced
+                guard.dirty = False
+                return entry
+            await failpoint("tiered.append.after_archive")
+            await self._put_tiers([entry], vector, "append")
+            await self._call(self.archive.name, self.archive.clear([outbox], lazy=True))
+            guard.dirty = False
+            return entry
+
+    async def get_history(self, user_id: str, limit: int = 10) -> list[Entry]:
+        validate_user_id(user_id)
+        validate_limit("limit", limit)
+        self._check_open()
+        guard = self._guards.get(user_id)
+        if self.history_from_log and (guard is None or not (guard.lock.locked() or guard.dirty)):
+            version = guard.version if guard is not None else 0
+            entries = await self._call(self.log.name, self.log.tail(user_id, limit))
+            guard = self._guards.get(user_id)
+            if guard is None or (guard.version == version and not guard.lock.locked()
+                                 and not guard.dirty):
+                return entries
+        return await self._call(self.archive.name, self.archive.tail(user_id, limit))
+
+    async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
+        validate_user_id(user_id)
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, not {type(query).__name__}")
+        validate_limit("k", k)
+        self._check_open()
+        vector = self._embedder.embed([query])[0]
+        ids = await self._call(self.index.name, self.index.query(user_id, vector, max(4 * k, 20)))
+        # The archive decides what is live: the index may still hold covered ids.
+        live = await self._call(self.archive.name, self.archive.live_among(user_id, ids, query))
+        rank = {entry_id: i for i, entry_id in enumerate(ids)}
+        live.sort(key=lambda e: (e.content != query, rank.get(e.id, len(rank)), -e.seq))
+        return live[:k]
+
+    async def compact(self, user_id: str) -> Entry | None:
+        validate_user_id(user_id)
+        self._check_open()
+        guard = self._guard(user_id)
+        for _ in range(_COMPACT_ATTEMPTS):
+            live = await self._call(self.archive.name, self.archive.live(user_id))
+            if len(live) <= self.keep_last:
+                return None
+            prefix = live[: len(live) - self.keep_last]
+            content = await self._summarizer.summarize(user_id, prefix)
+            covers: list[str] = []
+            for entry in prefix:
+                covers.extend(entry.covers if entry.role == SUMMARY_ROLE else (entry.id,))
+            summary = Entry(f"summary-{uuid.uuid4().hex}", user_id, prefix[-1].seq,
+                            SUMMARY_ROLE, content, tuple(covers))
+            vector = self._vectors([summary])
+            removed = [e.id for e in prefix]
+            await failpoint("tiered.compact.after_summarize")
+            async with guard.lock:
+                guard.version += 1
+                if guard.dirty:
+                    await self._resync(user_id, guard)
+                guard.dirty = True
+                try:
+                    outbox = await self._call(
+                        self.archive.name, self.archive.commit_compaction(user_id, prefix, summary))
+                except StalePrefix:
+                    guard.dirty = False
+                    continue  # another compaction or a forget moved the prefix: recompute
+                await failpoint("tiered.compact.after_archive")
+                await self._call(self.log.name, self.log.put([summary]))
+                await failpoint("tiered.compact.after_log_put")
+                await self._call(self.log.name, self.log.remove(user_id, removed))
+                await failpoint("tiered.compact.after_log")
+                await self._call(self.index.name, self.index.upsert([summary], vector))
+                await failpoint("tiered.compact.after_index_upsert")
+                await self._call(self.index.name, self.index.delete(user_id, removed))
+                await failpoint("tiered.compact.after_index")
+                await self._call(self.archive.name, self.archive.clear([outbox], lazy=True))
+                guard.dirty = False
+                return summary
+        raise BackendUnavailable(self.archive.name,
+                                 f"compaction of {user_id!r} kept racing other writers")
+
+    async def forget(self, user_id: str) -> None:
+        validate_user_id(user_id)
+        self._check_open()
+        guard = self._guard(user_id)
+        async with guard.lock:
+            guard.version += 1
+            guard.dirty = True
+            outbox = await self._call(self.archive.name, self.archive.forget(user_id))
+            await failpoint("tiered.forget.after_archive")
+            await self._call(self.log.name, self.log.delete_user(user_id))
+            await failpoint("tiered.forget.after_log")
+            await self._call(self.index.name, self.index.delete_user(user_id))
+            await failpoint("tiered.forget.after_index")
+            # Not lazy: the outbox row names the user, and G8 keeps nothing of them.
+            await self._call(self.archive.name, self.archive.clear([outbox]))
+            guard.dirty = False
+
+    async def consistent_state(self, user_id: str) -> ConsistencyReport:
+        """Compare the archive's live ids with the log's and the index's, naming each gap."""
+        validate_user_id(user_id)
+        self._check_open()
+        live = await self._call(self.archive.name, self.archive.live(user_id))
+        wanted = {e.id for e in live}
+        differences: list[Difference] = []
+        for tier in (self.log, self.index):
+            held = await self._call(tier.name, tier.ids(user_id))
+            differences += [Difference(tier.name, "missing", i, "live in the archive")
+                            for i in sorted(wanted - held)]
+            differences += [Difference(tier.name, "extra", i, "not live in the archive")
+                            for i in sorted(held - wanted)]
+        if differences:
+            pending = await self._call(self.archive.name, self.archive.pending(user_id))
+            if pending:
+                differences.append(Difference(
+                    self.archive.name, "stale", None,
+                    f"{len(pending)} unfinished outbox record(s); recover() replays them"))
+        return ConsistencyReport.of(user_id, differences,
+                                    backends=(self.archive.name, self.log.name, self.index.name))
+
+    async def recover(self) -> None:
+        """Re-sync every user with an outbox row or an interrupted write. Idempotent."""
+        self._check_open()
+        pending = await self._call(self.archive.name, self.archive.pending())
+        users = dict.fromkeys(u for _, u in pending)
+        users.update(dict.fromkeys(u for u, g in self._guards.items() if g.dirty))
+        for user_id in users:
+            guard = self._guard(user_id)
+            async with guard.lock:
+                guard.version += 1
+                await self._resync(user_id, guard)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        errors: list[BaseException] = []
+        for tier in (self.archive, self.log, self.index):
+            try:
+                await self._call(tier.name, tier.aclose())
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
