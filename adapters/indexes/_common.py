@@ -1,0 +1,104 @@
+"""What every VectorIndex backend shares: namespaces, derived keys, bounded calls.
+
+User ids are data. No backend ever sees a user id inside query syntax: each
+one filters on a derived key (``user_key``: hex SHA-256, only ``[0-9a-f]``)
+or a per-user key name, and checks the stored user id on the way out. That
+makes isolation independent of each engine's escaping rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import secrets
+import uuid
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
+
+from nomnesia.suite.contract import Entry
+from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, MemoryStoreError
+
+__all__ = [
+    "NAMESPACE_RE",
+    "bounded",
+    "check_batch",
+    "check_k",
+    "check_namespace",
+    "command",
+    "new_namespace",
+    "point_uuid",
+    "user_key",
+]
+
+T = TypeVar("T")
+
+NAMESPACE_RE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+"""Safe as a Qdrant/Milvus collection name, a Redis key prefix and a glob."""
+
+# A fixed uuid5 namespace: point ids must be the same in every process.
+_POINT_NS = uuid.UUID("6f1c3f0e-8a9b-5b4e-9d3c-0b7a4e2f9c11")
+
+
+def new_namespace() -> str:
+    """A fresh namespace, so that many indexes share one engine unseen."""
+    return f"nm_{secrets.token_hex(8)}"
+
+
+def check_namespace(namespace: str) -> str:
+    # Namespaces become collection names and key prefixes unescaped, so only
+    # a conservative alphabet is accepted (they come from code, never users).
+    if not NAMESPACE_RE.match(namespace):
+        raise ValueError(f"namespace {namespace!r} must match {NAMESPACE_RE.pattern}")
+    return namespace
+
+
+def user_key(user_id: str) -> str:
+    """Hex SHA-256 of the user id: a filter/key value with no syntax in it."""
+    return hashlib.sha256(user_id.encode("utf-8")).hexdigest()
+
+
+def point_uuid(user_id: str, entry_id: str) -> uuid.UUID:
+    """Deterministic point id of (user, entry), for engines that want UUIDs.
+
+    Length-prefixed, so ("ab", "c") and ("a", "bc") never share an id.
+    """
+    u, e = user_id.encode("utf-8"), entry_id.encode("utf-8")
+    return uuid.uuid5(_POINT_NS, f"{len(u)}:{u.hex()}:{e.hex()}")
+
+
+def check_batch(entries: Sequence[Entry], vectors: Sequence[Sequence[float]], dim: int) -> None:
+    if len(entries) != len(vectors):
+        raise ValueError(f"{len(entries)} entries but {len(vectors)} vectors")
+    for vector in vectors:
+        if len(vector) != dim:
+            raise ValueError(f"vector of dimension {len(vector)}; the index has {dim}")
+
+
+def check_k(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(f"k must be an int, not {type(k).__name__}")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    return k
+
+
+async def bounded(backend: str, timeout: float, call: Awaitable[T]) -> T:
+    """Await a backend call within ``timeout``; errors name the backend (G12).
+
+    Input errors raised before the call pass through; anything the engine or
+    its client raises becomes ``BackendUnavailable``, a silence ``BackendTimeout``.
+    """
+    try:
+        return await asyncio.wait_for(call, timeout)
+    except asyncio.TimeoutError as exc:
+        raise BackendTimeout(backend, timeout) from exc
+    except MemoryStoreError:
+        raise
+    except Exception as exc:
+        raise BackendUnavailable(backend, f"{type(exc).__name__}: {exc}") from exc
+
+
+async def command(client: Any, *args: Any) -> Any:
+    """A raw Redis command (redis-py leaves ``execute_command`` untyped)."""
+    return await client.execute_command(*args)

@@ -1,0 +1,185 @@
+"""RedisSearchIndex: a VectorIndex on the Redis query engine (FT.CREATE / FT.SEARCH KNN).
+
+Needs Redis Stack, or Redis 8 built with its modules (no such engine runs here
+without Docker; the live tests use ``NOMNESIA_REDIS_SEARCH_URL``).
+
+One HASH per (user, entry) under ``<namespace>:s:``; the index has a TAG field
+``user`` holding the hex SHA-256 of the user id. A query therefore puts only
+``[0-9a-f]`` inside ``@user:{...}``, whatever the id contains; ``escape_tag``
+is still applied (a no-op on hex) so the query stays correct if the tag value
+ever changes. Everything that builds syntax is a pure function, unit-tested in
+tests/test_redis_search_pure.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import struct
+from collections.abc import Sequence
+
+from nomnesia.suite.contract import Entry
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+from ._common import (
+    bounded,
+    check_batch,
+    check_k,
+    check_namespace,
+    command,
+    new_namespace,
+    user_key,
+)
+
+__all__ = ["RedisSearchIndex", "doc_key", "escape_tag", "knn_query", "schema_args"]
+
+# Everything but ASCII letters, digits and "_" is escaped: TAG syntax has many
+# specials (, . < > { } [ ] " ' : ; ! @ # $ % ^ & * ( ) - + = ~ | / \ and space).
+_TAG_SPECIAL = re.compile(r"([^A-Za-z0-9_])")
+
+
+def escape_tag(value: str) -> str:
+    """Escape a value for use inside ``@field:{...}`` of a TAG query."""
+    return _TAG_SPECIAL.sub(r"\\\1", value)
+
+
+def index_name(namespace: str) -> str:
+    return f"{namespace}:idx"
+
+
+def doc_prefix(namespace: str, user_id: str | None = None) -> str:
+    base = f"{namespace}:s:"
+    return base if user_id is None else f"{base}{user_key(user_id)}:"
+
+
+def doc_key(namespace: str, user_id: str, entry_id: str) -> str:
+    """Key of one (user, entry) hash: hex digests only, so it is glob-safe."""
+    digest = hashlib.sha256(entry_id.encode("utf-8")).hexdigest()
+    return doc_prefix(namespace, user_id) + digest
+
+
+def schema_args(namespace: str, dim: int, algorithm: str = "FLAT") -> list[str | int]:
+    """Arguments of FT.CREATE for the namespace's index."""
+    if algorithm not in ("FLAT", "HNSW"):
+        raise ValueError(f"algorithm must be FLAT or HNSW, not {algorithm!r}")
+    return ["FT.CREATE", index_name(namespace), "ON", "HASH",
+            "PREFIX", 1, doc_prefix(namespace),
+            "SCHEMA", "user", "TAG", "CASESENSITIVE",
+            "vec", "VECTOR", algorithm, 6, "TYPE", "FLOAT32", "DIM", dim,
+            "DISTANCE_METRIC", "COSINE"]
+
+
+def knn_query(namespace: str, user_id: str, blob: bytes, k: int) -> list[str | int | bytes]:
+    """Arguments of FT.SEARCH: the k nearest of one user's docs, nearest first.
+
+    The vector and k travel as PARAMS (data); the only query text that depends
+    on the user is the escaped hex tag.
+    """
+    check_k(k)
+    query = f"(@user:{{{escape_tag(user_key(user_id))}}})=>[KNN $k @vec $blob AS dist]"
+    return ["FT.SEARCH", index_name(namespace), query,
+            "PARAMS", 4, "k", k, "blob", blob,
+            "SORTBY", "dist", "ASC", "RETURN", 2, "uid", "eid",
+            "LIMIT", 0, k, "DIALECT", 2]
+
+
+def parse_search(reply: list[object], user_id: str) -> list[str]:
+    """Entry ids from an FT.SEARCH reply (RESP2: total, key, [field, value ...] ...)."""
+    found: list[str] = []
+    for fields in reply[2::2]:
+        assert isinstance(fields, list)
+        pairs = dict(zip(fields[::2], fields[1::2], strict=True))
+        uid, eid = pairs.get(b"uid"), pairs.get(b"eid")
+        if isinstance(uid, bytes) and isinstance(eid, bytes) and uid.decode() == user_id:
+            found.append(eid.decode("utf-8"))
+    return found
+
+
+class RedisSearchIndex:
+    """Vectors as HASH docs indexed by the Redis query engine."""
+
+    name = "redis-search"
+
+    def __init__(self, url: str, *, namespace: str | None = None, dim: int = 384,
+                 timeout: float = 5.0, algorithm: str = "FLAT") -> None:
+        self.namespace = check_namespace(namespace or new_namespace())
+        self.dim = dim
+        self.timeout = timeout
+        self.algorithm = algorithm
+        # FLAT vectors are indexed within the HSET; HNSW may be indexed by
+        # background workers (tiered index), so its searches can lag.
+        self.search_staleness = 0.0 if algorithm == "FLAT" else 1.0
+        self._redis: Redis = Redis.from_url(url, protocol=2, socket_timeout=timeout,
+                                            socket_connect_timeout=timeout)
+        self._created = False
+
+    async def create(self) -> None:
+        async def run() -> None:
+            try:
+                await command(self._redis, "FT.INFO", index_name(self.namespace))
+            except ResponseError:
+                await command(self._redis,
+                              *schema_args(self.namespace, self.dim, self.algorithm))
+                self._created = True
+        await bounded(self.name, self.timeout, run())
+
+    def _blob(self, vector: Sequence[float]) -> bytes:
+        return struct.pack(f"<{self.dim}f", *vector)
+
+    async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
+        check_batch(entries, vectors, self.dim)
+        pipe = self._redis.pipeline(transaction=False)
+        for entry, vector in zip(entries, vectors, strict=True):
+            pipe.hset(doc_key(self.namespace, entry.user_id, entry.id), mapping={
+                "user": user_key(entry.user_id), "uid": entry.user_id.encode("utf-8"),
+                "eid": entry.id.encode("utf-8"), "vec": self._blob(vector)})
+        await bounded(self.name, self.timeout, pipe.execute())
+
+    async def delete(self, user_id: str, entry_ids: Sequence[str]) -> None:
+        keys = [doc_key(self.namespace, user_id, i) for i in entry_ids]
+        if keys:
+            await bounded(self.name, self.timeout, self._redis.delete(*keys))
+
+    async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
+        args = knn_query(self.namespace, user_id, self._blob(vector), k)
+        reply = await bounded(self.name, self.timeout, command(self._redis, *args))
+        return parse_search(reply, user_id)
+
+    async def _keys(self, user_id: str) -> list[bytes]:
+        match = doc_prefix(self.namespace, user_id) + "*"
+        return [key async for key in self._redis.scan_iter(match=match, count=1000)]
+
+    async def ids(self, user_id: str) -> set[str]:
+        async def run() -> set[str]:
+            keys = await self._keys(user_id)
+            pipe = self._redis.pipeline(transaction=False)
+            for key in keys:
+                pipe.hmget(key, ["uid", "eid"])
+            rows = await pipe.execute()
+            return {eid.decode("utf-8") for uid, eid in rows
+                    if uid is not None and eid is not None and uid.decode() == user_id}
+        return await bounded(self.name, self.timeout, run())
+
+    async def delete_user(self, user_id: str) -> None:
+        async def run() -> None:
+            keys = await self._keys(user_id)
+            if keys:
+                await self._redis.delete(*keys)
+        await bounded(self.name, self.timeout, run())
+
+    async def drop(self) -> None:
+        """Drop the index and its documents (FT.DROPINDEX ... DD)."""
+        async def run() -> None:
+            with contextlib.suppress(ResponseError):  # already gone
+                await command(self._redis, "FT.DROPINDEX", index_name(self.namespace), "DD")
+        await bounded(self.name, self.timeout * 10, run())
+        self._created = False
+
+    async def aclose(self) -> None:
+        try:
+            if self._created:
+                await self.drop()
+        finally:
+            await self._redis.aclose()

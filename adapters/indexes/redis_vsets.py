@@ -1,0 +1,108 @@
+"""RedisVsetIndex: a VectorIndex on Redis 8 vector sets (VADD / VSIM / VREM).
+
+One vector set per user, keyed ``<namespace>:v:<hex sha256(user id)>``: the key
+name carries no user syntax, and isolation is by key, not by a filter. The
+element name is the entry id (binary-safe). ``NOQUANT`` keeps exact float32
+vectors, so a query with an entry's own vector scores 1.0. Vector sets are
+plain keys, written synchronously: an upsert is visible when VADD returns.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+from nomnesia.suite.contract import Entry
+from redis.asyncio import Redis
+
+from ._common import (
+    bounded,
+    check_batch,
+    check_k,
+    check_namespace,
+    command,
+    new_namespace,
+    user_key,
+)
+
+__all__ = ["RedisVsetIndex"]
+
+_MAX_EF = 1_000_000
+
+
+class RedisVsetIndex:
+    """Vectors in Redis 8 vector sets, one key per user."""
+
+    name = "redis-vsets"
+    search_staleness = 0.0
+
+    def __init__(self, url: str, *, namespace: str | None = None, dim: int = 384,
+                 timeout: float = 5.0) -> None:
+        self.namespace = check_namespace(namespace or new_namespace())
+        self.dim = dim
+        self.timeout = timeout
+        self._redis: Redis = Redis.from_url(url, socket_timeout=timeout,
+                                            socket_connect_timeout=timeout)
+        self._created = False
+
+    def key(self, user_id: str) -> str:
+        return f"{self.namespace}:v:{user_key(user_id)}"
+
+    def _blob(self, vector: Sequence[float]) -> bytes:
+        return struct.pack(f"<{self.dim}f", *vector)
+
+    async def create(self) -> None:
+        """Own the key prefix (dropped on ``aclose``) if no key uses it yet."""
+        async def run() -> None:
+            _, keys = await self._redis.scan(0, match=f"{self.namespace}:v:*", count=1000)
+            self._created = not keys
+        await bounded(self.name, self.timeout, run())
+
+    async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
+        check_batch(entries, vectors, self.dim)
+        if not entries:
+            return
+        pipe = self._redis.pipeline(transaction=False)
+        for entry, vector in zip(entries, vectors, strict=True):
+            pipe.execute_command("VADD", self.key(entry.user_id), "FP32", self._blob(vector),
+                                 entry.id.encode("utf-8"), "NOQUANT")
+        await bounded(self.name, self.timeout, pipe.execute())
+
+    async def delete(self, user_id: str, entry_ids: Sequence[str]) -> None:
+        if not entry_ids:
+            return
+        pipe = self._redis.pipeline(transaction=False)
+        for entry_id in entry_ids:
+            pipe.execute_command("VREM", self.key(user_id), entry_id.encode("utf-8"))
+        await bounded(self.name, self.timeout, pipe.execute())
+
+    async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
+        check_k(k)
+        found = await bounded(self.name, self.timeout, command(
+            self._redis, "VSIM", self.key(user_id), "FP32", self._blob(vector), "COUNT", k,
+            "EF", min(max(200, k), _MAX_EF)))
+        return [e.decode("utf-8") for e in found or []]
+
+    async def ids(self, user_id: str) -> set[str]:
+        # VRANDMEMBER with a count at least the set's size returns every element.
+        found = await bounded(self.name, self.timeout, command(
+            self._redis, "VRANDMEMBER", self.key(user_id), 2**31 - 1))
+        return {e.decode("utf-8") for e in found or []}
+
+    async def delete_user(self, user_id: str) -> None:
+        await bounded(self.name, self.timeout, self._redis.delete(self.key(user_id)))
+
+    async def drop(self) -> None:
+        """Delete every key of the namespace (the prefix is glob-safe by construction)."""
+        async def run() -> None:
+            async for key in self._redis.scan_iter(match=f"{self.namespace}:v:*", count=1000):
+                await self._redis.delete(key)
+        await bounded(self.name, self.timeout * 10, run())
+        self._created = False
+
+    async def aclose(self) -> None:
+        try:
+            if self._created:
+                await self.drop()
+        finally:
+            await self._redis.aclose()

@@ -1,0 +1,308 @@
+"""One contract test for the VectorIndex protocol, run on every backend that runs here.
+
+TieredMemoryStore replays index calls after a crash and trusts ``ids`` for
+``consistent_state``, so each backend must be idempotent, exact about what it
+holds, and isolate users whatever their ids contain. Backend-specific syntax
+(Milvus filters, Redis key names) gets its own tests at the end.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nomnesia.adapters.indexes._common import new_namespace, point_uuid, user_key
+from nomnesia.adapters.tiers import VectorIndex
+from nomnesia.suite.contract import Entry
+
+DIM = 16
+SEED = int(os.environ.get("NOMNESIA_SEED", random.randrange(2**32)))
+print(f"tests/test_indexes.py: NOMNESIA_SEED={SEED}")
+
+ADVERSARIAL_IDS = [
+    '" or user_id != "', "' or '1'='1", "ann", "anna", "*", "{}", "\\", '"', "'",
+    "@user_id:{*}", "a" * 256, "😀" * 256, "user with spaces\nand newline", "%", ":",
+    "ann*", "a,b", "$k", "|", "-1", "u\\*", "{ann}",
+]
+ENTRY_IDS = ["e1", "e\x00nul", "é", "x" * 128, "😀" * 128, "*", '"', "a:b"]
+
+Opener = Callable[[str], Awaitable[Any]]
+
+
+async def _open_memory(namespace: str, **_: Any) -> VectorIndex:
+    from nomnesia.adapters.memory_tiers import InMemoryIndex
+    return InMemoryIndex(dim=DIM)
+
+
+def _openers(tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, Opener]:
+    async def qdrant(namespace: str) -> Any:
+        from nomnesia.adapters.indexes.qdrant import QdrantIndex
+        index = QdrantIndex(":memory:", namespace=namespace, dim=DIM)
+        await index.create()
+        return index
+
+    async def qdrant_edge(namespace: str) -> Any:
+        from nomnesia.adapters.indexes.qdrant_edge import QdrantEdgeIndex
+        index = QdrantEdgeIndex(tmp_path / "edge", namespace=namespace, dim=DIM)
+        await index.create()
+        return index
+
+    async def milvus(namespace: str) -> Any:
+        from nomnesia.adapters.indexes.milvus import MilvusIndex
+        index = MilvusIndex(str(tmp_path / "milvus.db"), namespace=namespace, dim=DIM)
+        await index.create()
+        return index
+
+    async def redis_vsets(namespace: str) -> Any:
+        from nomnesia.adapters.indexes.redis_vsets import RedisVsetIndex
+        url = request.getfixturevalue("engines").url("redis")
+        index = RedisVsetIndex(url, namespace=namespace, dim=DIM)
+        await index.create()
+        return index
+
+    async def redis_search(namespace: str) -> Any:
+        from nomnesia.adapters.indexes.redis_search import RedisSearchIndex
+        url = os.environ.get("NOMNESIA_REDIS_SEARCH_URL")
+        if not url:
+            pytest.skip("NOMNESIA_REDIS_SEARCH_URL is not set (no Redis query engine here)")
+        index = RedisSearchIndex(url, namespace=namespace, dim=DIM)
+        await index.create()
+        return index
+
+    return {"memory": _open_memory, "qdrant": qdrant, "qdrant-edge": qdrant_edge,
+            "milvus": milvus, "redis-vsets": redis_vsets, "redis-search": redis_search}
+
+
+BACKENDS = ["memory", "qdrant", "qdrant-edge", "milvus", "redis-vsets", "redis-search"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def opener(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Opener:
+    return _openers(tmp_path, request)[backend]
+
+
+@pytest.fixture
+async def index(opener: Opener) -> AsyncIterator[Any]:
+    opened = await opener(new_namespace())
+    try:
+        yield opened
+    finally:
+        await opened.aclose()
+
+
+def unit(rng: random.Random) -> list[float]:
+    v = [rng.gauss(0, 1) for _ in range(DIM)]
+    n = math.sqrt(sum(x * x for x in v))
+    return [x / n for x in v]
+
+
+def entry(user_id: str, entry_id: str, seq: int = 1) -> Entry:
+    return Entry(id=entry_id, user_id=user_id, seq=seq, role="user", content=entry_id)
+
+
+async def test_is_a_vector_index(index: Any) -> None:
+    assert isinstance(index, VectorIndex)
+    assert index.dim == DIM
+    assert index.search_staleness >= 0
+
+
+async def test_upsert_query_ids_delete(index: Any) -> None:
+    rng = random.Random(SEED)
+    vectors = {f"e{i}": unit(rng) for i in range(6)}
+    await index.upsert([entry("u", i) for i in vectors], list(vectors.values()))
+    assert await index.ids("u") == set(vectors)
+    for entry_id, vector in vectors.items():
+        assert (await index.query("u", vector, 3))[0] == entry_id
+    await index.delete("u", ["e0", "e1", "absent"])
+    assert await index.ids("u") == set(vectors) - {"e0", "e1"}
+    assert "e0" not in await index.query("u", vectors["e0"], 6)
+    await index.delete("u", ["e0"])  # absent now: still fine
+    await index.delete_user("u")
+    assert await index.ids("u") == set()
+    assert await index.query("u", vectors["e2"], 5) == []
+    await index.delete_user("u")  # twice is fine
+    await index.delete_user("never-written")
+    assert await index.query("never-written", vectors["e2"], 5) == []
+
+
+async def test_upsert_is_idempotent_and_overwrites(index: Any) -> None:
+    rng = random.Random(SEED + 1)
+    first, second, other = unit(rng), unit(rng), unit(rng)
+    batch = [entry("u", "a"), entry("u", "b")]
+    await index.upsert(batch, [first, other])
+    await index.upsert(batch, [first, other])
+    assert await index.ids("u") == {"a", "b"}
+    hits = await index.query("u", first, 10)
+    assert hits[0] == "a" and sorted(hits) == ["a", "b"]
+    await index.upsert([entry("u", "a")], [second])  # replayed with a new vector
+    hits = await index.query("u", second, 10)
+    assert hits[0] == "a" and sorted(hits) == ["a", "b"]
+    await index.upsert([], [])
+    await index.delete("u", [])
+
+
+async def test_read_after_write_matches_declared_staleness(index: Any) -> None:
+    """search_staleness is 0 for every backend here, so no wait is allowed."""
+    rng = random.Random(SEED + 2)
+    if index.search_staleness != 0:
+        pytest.skip(f"{index.name} declares search_staleness={index.search_staleness}")
+    for i in range(20):
+        vector = unit(rng)
+        await index.upsert([entry("rw", f"m{i}", i)], [vector])
+        assert (await index.query("rw", vector, 1)) == [f"m{i}"]
+        await index.delete("rw", [f"m{i}"])
+        assert f"m{i}" not in await index.query("rw", vector, 1)
+
+
+async def test_k_bounds(index: Any) -> None:
+    rng = random.Random(SEED + 3)
+    vectors = [unit(rng) for _ in range(5)]
+    await index.upsert([entry("k", f"e{i}") for i in range(5)], vectors)
+    assert len(await index.query("k", vectors[0], 1)) == 1
+    assert len(await index.query("k", vectors[0], 5)) == 5
+    hits = await index.query("k", vectors[0], 1000)
+    assert len(hits) == 5 and len(set(hits)) == 5
+
+
+async def test_bad_k_is_rejected(index: Any, backend: str) -> None:
+    if backend == "memory":
+        pytest.skip("the in-memory index leaves validation to the store")
+    for bad in (0, -1):
+        with pytest.raises(ValueError):
+            await index.query("u", [1.0] * DIM, bad)
+    with pytest.raises(TypeError):
+        await index.query("u", [1.0] * DIM, True)
+
+
+async def test_adversarial_user_ids_are_isolated(index: Any) -> None:
+    """G9: each user sees only its own entries, even with identical entry ids."""
+    rng = random.Random(SEED + 4)
+    vectors: dict[tuple[str, str], list[float]] = {}
+    for uid in ADVERSARIAL_IDS:
+        for eid in ENTRY_IDS:
+            vectors[uid, eid] = unit(rng)
+    keys = list(vectors)
+    await index.upsert([entry(u, e) for u, e in keys], [vectors[k] for k in keys])
+    for uid in ADVERSARIAL_IDS:
+        assert await index.ids(uid) == set(ENTRY_IDS), uid
+        for eid in ENTRY_IDS[:3]:
+            hits = await index.query(uid, vectors[uid, eid], len(ENTRY_IDS) + 5)
+            assert hits[0] == eid and sorted(hits) == sorted(ENTRY_IDS), uid
+    victim, attacker = "anna", '" or user_id != "'
+    await index.delete(attacker, ENTRY_IDS)
+    await index.delete_user("*")
+    await index.delete_user("@user_id:{*}")
+    await index.delete_user("ann")
+    assert await index.ids(victim) == set(ENTRY_IDS)
+    assert await index.ids(attacker) == set()
+    for gone in ("*", "@user_id:{*}", "ann"):
+        assert await index.ids(gone) == set()
+    survivors = set(ADVERSARIAL_IDS) - {attacker, "*", "@user_id:{*}", "ann"}
+    for uid in survivors:
+        assert await index.ids(uid) == set(ENTRY_IDS), uid
+
+
+async def test_namespaces_do_not_see_each_other(opener: Opener, backend: str) -> None:
+    if backend == "memory":
+        pytest.skip("the in-memory index has no namespaces")
+    rng = random.Random(SEED + 5)
+    first, second = await opener(new_namespace()), await opener(new_namespace())
+    try:
+        vector = unit(rng)
+        await first.upsert([entry("u", "only-in-first")], [vector])
+        assert await second.ids("u") == set()
+        assert await second.query("u", vector, 5) == []
+        await second.delete_user("u")
+        assert await first.ids("u") == {"only-in-first"}
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
+async def test_aclose_drops_the_namespace_it_created(opener: Opener, backend: str) -> None:
+    if backend == "memory":
+        pytest.skip("the in-memory index has no namespaces")
+    if backend == "qdrant":
+        pytest.skip("a :memory: Qdrant dies with its client; nothing to leak")
+    namespace = new_namespace()
+    index = await opener(namespace)
+    await index.upsert([entry("u", "e")], [[1.0] + [0.0] * (DIM - 1)])
+    await index.aclose()
+    reopened = await opener(namespace)
+    try:
+        assert await reopened.ids("u") == set()
+    finally:
+        await reopened.aclose()
+
+
+# --- each backend's own syntax -------------------------------------------------------
+
+
+def test_point_ids_are_deterministic_and_injective() -> None:
+    assert point_uuid("u", "e") == point_uuid("u", "e")
+    assert point_uuid("ab", "c") != point_uuid("a", "bc")
+    assert point_uuid("u", "e") != point_uuid("e", "u")
+    assert len({point_uuid(u, "e") for u in ADVERSARIAL_IDS}) == len(ADVERSARIAL_IDS)
+
+
+def test_milvus_filter_never_contains_the_user_id() -> None:
+    from nomnesia.adapters.indexes.milvus import user_filter
+    for uid in ADVERSARIAL_IDS:
+        expr, params = user_filter(uid, templates=False)
+        assert expr == f'user_key == "{user_key(uid)}"' and params == {}
+        expr, params = user_filter(uid, templates=True)
+        assert expr == "user_key == {uk}" and params == {"uk": user_key(uid)}
+
+
+async def test_milvus_injection_in_filter_reads_nothing(tmp_path: Path) -> None:
+    from nomnesia.adapters.indexes.milvus import MilvusIndex
+    index = MilvusIndex(str(tmp_path / "m.db"), dim=DIM)
+    await index.create()
+    try:
+        await index.upsert([entry("victim", "secret")], [[1.0] + [0.0] * (DIM - 1)])
+        for uid in ('" or user_id != "', '" || user_key != "', "') or (1 == 1"):
+            assert await index.ids(uid) == set()
+            assert await index.query(uid, [1.0] + [0.0] * (DIM - 1), 5) == []
+            await index.delete_user(uid)
+        assert await index.ids("victim") == {"secret"}
+    finally:
+        await index.aclose()
+
+
+def test_redis_vset_keys_are_hex_under_the_namespace() -> None:
+    from nomnesia.adapters.indexes.redis_vsets import RedisVsetIndex
+    index = RedisVsetIndex("redis://127.0.0.1:1/0", namespace="nm_test")
+    for uid in ADVERSARIAL_IDS:
+        assert index.key(uid) == f"nm_test:v:{user_key(uid)}"
+
+
+async def test_private_milvus_lite_is_stopped_on_close() -> None:
+    from milvus_lite.server_manager import server_manager_instance
+    from nomnesia.adapters.indexes.milvus import MilvusIndex
+    index = MilvusIndex(dim=DIM)
+    await index.create()
+    await index.upsert([entry("u", "e")], [[1.0] + [0.0] * (DIM - 1)])
+    path = Path(index.uri)  # absolute: a private Lite lives in a temp dir
+    await index.aclose()
+    assert str(path) not in server_manager_instance._servers
+    assert not path.parent.exists()
+
+
+async def test_private_qdrant_edge_root_is_removed_on_close() -> None:
+    from nomnesia.adapters.indexes.qdrant_edge import QdrantEdgeIndex
+    index = QdrantEdgeIndex(dim=DIM)
+    await index.create()
+    root = index.path.parent
+    assert root.exists()
+    await index.aclose()
+    assert not root.exists()
