@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
 from nomnesia.adapters.engines import EmbeddedProvider, ExternalProvider, Provider
 
 
 @pytest.fixture(scope="session")
 def engines() -> Iterator[EmbeddedProvider]:
-    """Embedded engines for this worker: ``engines.url("postgres")``, ``"redis"``, ``"valkey"`` ..."""
+    """Embedded engines for this worker: ``engines.url("postgres")``, ``"redis"`` ..."""
     provider = EmbeddedProvider()
     try:
         yield provider

@@ -1,4 +1,4 @@
-"""Embedded engines: ready when handed out, private per provider, and gone after close or SIGKILL."""
+"""Embedded engines: ready when handed out, private per provider, gone after close or SIGKILL."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import psutil
 import psycopg
 import pytest
 import redis
-
 from nomnesia.adapters.engines import EmbeddedProvider, get_provider
 from nomnesia.adapters.engines import embedded as embedded_module
 from nomnesia.suite.errors import BackendUnavailable

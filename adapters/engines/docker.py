@@ -20,10 +20,12 @@ from nomnesia.suite.errors import BackendUnavailable
 
 from ._base import Provider
 
-__all__ = ["SPECS", "ContainerSpec", "DockerProvider", "container_name", "docker_available"]
+__all__ = ["SPECS", "ContainerSpec", "DockerProvider", "build_container", "container_name",
+           "docker_available"]
 
 DOCKER_HINT = "pip install 'nomnesia[docker]'"
-READY_TIMEOUT = 180.0
+READY_TIMEOUT = 180
+"""Seconds; Milvus standalone takes a minute on a cold CI runner."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,9 @@ class ContainerSpec:
     """``redis``, ``postgresql`` or ``http``: how the URL is spelled."""
     log_ready: str | None = None
     """A log line that means ready (regex)."""
+    log_times: int = 1
+    """How often that line must appear: PostgreSQL's image logs it once for the
+    throwaway server that runs init scripts, then for the real one."""
     http_ready: tuple[int, str] | None = None
     """(container port, path) that answers 200 when ready."""
     env: dict[str, str] = field(default_factory=dict)
@@ -56,7 +61,7 @@ SPECS: dict[str, ContainerSpec] = {
     for spec in (
         ContainerSpec(
             "postgres", "pgvector/pgvector:pg17", 5432, "postgresql",
-            log_ready=r"database system is ready to accept connections",
+            log_ready=r"database system is ready to accept connections", log_times=2,
             env={"POSTGRES_USER": "postgres", "POSTGRES_PASSWORD": "nomnesia",
                  "POSTGRES_DB": "postgres", "POSTGRES_HOST_AUTH_METHOD": "trust"},
             command="postgres -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
@@ -114,8 +119,8 @@ def docker_available(timeout: float = 1.0) -> bool:
     return answer
 
 
-def _build(spec: ContainerSpec, name: str) -> Any:
-    """The testcontainers container for ``spec`` (not started)."""
+def build_container(spec: ContainerSpec, name: str) -> Any:
+    """The testcontainers container for ``spec``, not started (building one contacts Docker)."""
     try:
         from testcontainers.core.container import DockerContainer
         from testcontainers.core.wait_strategies import (
@@ -134,7 +139,7 @@ def _build(spec: ContainerSpec, name: str) -> Any:
         container.with_command(spec.command)
     strategies: list[Any] = []
     if spec.log_ready:
-        strategies.append(LogMessageWaitStrategy(spec.log_ready))
+        strategies.append(LogMessageWaitStrategy(spec.log_ready, times=spec.log_times))
     if spec.http_ready:
         strategies.append(HttpWaitStrategy(*spec.http_ready))
     for strategy in strategies:
@@ -158,11 +163,16 @@ class DockerProvider(Provider):
 
     def _start(self, engine: str) -> str:
         spec = SPECS[engine]
-        container = _build(spec, container_name(engine))
         if not docker_available():
+            try:
+                import testcontainers  # noqa: F401
+            except ImportError as exc:
+                raise BackendUnavailable(engine, "the docker provider needs testcontainers",
+                                         install_hint=DOCKER_HINT) from exc
             raise BackendUnavailable(
-                engine, "no Docker engine answers (is the daemon running, DOCKER_HOST set?); "
-                "use NOMNESIA_BACKENDS=embedded or external instead")
+                engine, "the docker provider found no Docker engine that answers (is the daemon "
+                "running? DOCKER_HOST set?); use NOMNESIA_BACKENDS=embedded or external instead")
+        container = build_container(spec, container_name(engine))
         try:
             container.start()
         except Exception as exc:

@@ -1,0 +1,248 @@
+"""Choosing a provider, the external provider on servers started here, and the Docker specs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import nomnesia.adapters.engines as engines_module
+import psycopg
+import pytest
+import redis
+from nomnesia.adapters.engines import (
+    ENGINES,
+    ENV_VARS,
+    DockerProvider,
+    EmbeddedProvider,
+    ExternalProvider,
+    Provider,
+    docker_available,
+    get_provider,
+    resolve_kind,
+)
+from nomnesia.adapters.engines import docker as docker_module
+from nomnesia.adapters.engines.docker import SPECS, ContainerSpec, build_container, container_name
+from nomnesia.suite.errors import BackendUnavailable
+
+# -- selection -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kind", "cls"), [("embedded", EmbeddedProvider),
+                                           ("docker", DockerProvider),
+                                           ("external", ExternalProvider)])
+def test_get_provider_by_name(kind: str, cls: type[Provider]) -> None:
+    with get_provider(kind) as provider:
+        assert isinstance(provider, cls) and provider.kind == kind
+
+
+def test_environment_chooses_when_no_argument(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NOMNESIA_BACKENDS", "external")
+    assert resolve_kind() == "external"
+    assert resolve_kind("embedded") == "embedded"
+
+
+@pytest.mark.parametrize("answers", [True, False])
+def test_auto_prefers_docker_when_it_answers(monkeypatch: pytest.MonkeyPatch,
+                                             answers: bool) -> None:
+    monkeypatch.delenv("NOMNESIA_BACKENDS", raising=False)
+    monkeypatch.setattr(engines_module, "docker_available", lambda: answers)
+    assert resolve_kind() == ("docker" if answers else "embedded")
+    assert resolve_kind("auto") == ("docker" if answers else "embedded")
+
+
+def test_unknown_kind_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="auto, embedded, docker, external"):
+        resolve_kind("kubernetes")
+
+
+def test_auto_here_is_embedded_because_no_docker_answers() -> None:
+    if docker_available():
+        pytest.skip("a Docker engine answers here")
+    assert resolve_kind("auto") == "embedded"
+
+
+# -- external ------------------------------------------------------------------
+
+
+def test_external_names_the_missing_variable() -> None:
+    provider = ExternalProvider({})
+    for engine in ENGINES:
+        with pytest.raises(BackendUnavailable) as caught:
+            provider.url(engine)
+        assert ENV_VARS[engine] in str(caught.value)
+        assert caught.value.backend == engine
+
+
+def test_external_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NOMNESIA_QDRANT_URL", "http://qdrant.example:6333")
+    with get_provider("external") as provider:
+        assert provider.url("qdrant") == "http://qdrant.example:6333"
+
+
+def test_external_servers_are_used_and_left_clean(external_engines: Provider) -> None:
+    """Servers started outside any store, passed by URL; the fixture checks they end up empty."""
+    namespace = f"nomnesia_test_{id(external_engines)}"
+    with psycopg.connect(external_engines.url("postgres"), autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{namespace}"')
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute(f'CREATE TABLE "{namespace}".items (v vector(2))')
+        conn.execute(f'INSERT INTO "{namespace}".items VALUES (\'[1,2]\')')
+        conn.execute(f'DROP SCHEMA "{namespace}" CASCADE')
+    client = redis.Redis.from_url(external_engines.url("redis"))
+    try:
+        client.set(f"{namespace}:k", "v")
+        assert client.get(f"{namespace}:k") == b"v"
+        client.delete(f"{namespace}:k")
+    finally:
+        client.close()
+
+
+def test_closing_an_external_provider_leaves_the_servers_running(engines: Provider) -> None:
+    url = engines.url("redis")
+    ExternalProvider({"NOMNESIA_REDIS_URL": url}).close()
+    client = redis.Redis.from_url(url)
+    try:
+        assert client.ping()
+    finally:
+        client.close()
+
+
+# -- docker specs (checked without a Docker engine) ----------------------------
+
+
+def test_every_engine_has_a_container_spec() -> None:
+    assert set(SPECS) == set(ENGINES)
+    assert SPECS["postgres"].image.startswith("pgvector/pgvector:pg")
+    assert SPECS["redis"].image == "redis:8"
+    assert SPECS["redis-search"].image.startswith("redis/redis-stack-server")
+    assert SPECS["valkey"].image.startswith("valkey/valkey-bundle")
+    assert SPECS["qdrant"].image.startswith("qdrant/qdrant")
+    assert SPECS["milvus"].image.startswith("milvusdb/milvus")
+    for spec in SPECS.values():
+        assert spec.log_ready or spec.http_ready, f"{spec.engine} has no readiness wait"
+
+
+def test_container_urls() -> None:
+    assert SPECS["redis"].url("localhost", 32768) == "redis://localhost:32768/0"
+    assert SPECS["qdrant"].url("localhost", 32769) == "http://localhost:32769"
+    assert SPECS["milvus"].url("10.0.0.1", 19530) == "http://10.0.0.1:19530"
+    assert (SPECS["postgres"].url("localhost", 5433)
+            == "postgresql://postgres:nomnesia@localhost:5433/postgres")
+
+
+def test_container_names_are_per_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw3")
+    name = container_name("redis", pid=42)
+    assert name == "nomnesia-gw3-42-redis"
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    assert container_name("redis", pid=42) == "nomnesia-main-42-redis"
+    assert container_name("redis", worker="gw0") != container_name("redis", worker="gw1")
+
+
+class _NoDaemon:
+    """Stands in for testcontainers' DockerClient: building a container must not need a daemon."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        del kwargs
+
+
+@pytest.fixture
+def offline_testcontainers(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    pytest.importorskip("testcontainers")
+    import testcontainers.core.container as tc_container
+
+    monkeypatch.setattr(tc_container, "DockerClient", _NoDaemon)
+    yield
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_containers_are_built_from_their_specs(engine: str, offline_testcontainers: None) -> None:
+    from testcontainers.core.wait_strategies import (
+        CompositeWaitStrategy,
+        HttpWaitStrategy,
+        LogMessageWaitStrategy,
+    )
+
+    spec: ContainerSpec = SPECS[engine]
+    container = build_container(spec, container_name(engine, worker="gw1", pid=7))
+    assert container.image.endswith(spec.image)
+    assert container._name == f"nomnesia-gw1-7-{engine}"
+    assert set(container.ports) == {str(port) for port in (spec.port, *spec.extra_ports)}
+    assert container.env == spec.env
+    assert container._command == spec.command
+    wait = container._wait_strategy
+    expected = (CompositeWaitStrategy if spec.log_ready and spec.http_ready
+                else HttpWaitStrategy if spec.http_ready else LogMessageWaitStrategy)
+    assert isinstance(wait, expected)
+    if isinstance(wait, LogMessageWaitStrategy):
+        assert wait._times == spec.log_times
+
+
+def test_no_docker_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(docker_module, "docker_available", lambda: False)
+    with DockerProvider() as provider, pytest.raises(BackendUnavailable) as caught:
+        provider.url("redis")
+    message = str(caught.value)
+    assert "Docker engine" in message and "NOMNESIA_BACKENDS=embedded" in message
+
+
+def test_docker_ping_is_quick_and_false_here() -> None:
+    import time
+
+    if docker_available():
+        pytest.skip("a Docker engine answers here")
+    started = time.monotonic()
+    assert docker_module.docker_available(timeout=0.5) is False
+    assert time.monotonic() - started < 3
+
+
+# -- live Docker (runs where a Docker engine answers) --------------------------
+
+needs_docker = pytest.mark.skipif(not docker_available(), reason="no Docker engine answers")
+
+
+@pytest.fixture(scope="module")
+def docker_engines() -> Iterator[Provider]:
+    with DockerProvider() as provider:
+        yield provider
+
+
+@pytest.mark.docker
+@needs_docker
+def test_docker_postgres_has_pgvector(docker_engines: Provider) -> None:
+    with psycopg.connect(docker_engines.url("postgres"), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        assert conn.execute("SELECT '[1,2]'::vector <-> '[1,2]'::vector").fetchone() == (0.0,)
+
+
+@pytest.mark.docker
+@needs_docker
+@pytest.mark.parametrize("engine", ["redis", "valkey", "redis-search"])
+def test_docker_resp_engines_answer(docker_engines: Provider, engine: str) -> None:
+    client = redis.Redis.from_url(docker_engines.url(engine))
+    try:
+        assert client.ping()
+    finally:
+        client.close()
+
+
+@pytest.mark.docker
+@needs_docker
+def test_docker_qdrant_answers(docker_engines: Provider) -> None:
+    qdrant_client = pytest.importorskip("qdrant_client")
+    client = qdrant_client.QdrantClient(url=docker_engines.url("qdrant"))
+    try:
+        assert client.get_collections() is not None
+    finally:
+        client.close()
+
+
+@pytest.mark.docker
+@needs_docker
+def test_docker_milvus_answers(docker_engines: Provider) -> None:
+    pymilvus = pytest.importorskip("pymilvus")
+    client = pymilvus.MilvusClient(uri=docker_engines.url("milvus"))
+    try:
+        assert isinstance(client.list_collections(), list)
+    finally:
+        client.close()
