@@ -1,0 +1,256 @@
+"""TieredMemoryStore on in-process tiers: its own behaviour and its consistency reports.
+
+The same store runs on real engines in test_postgres_tiers.py and the failpoint
+sweep; here the tiers are dicts so each case costs milliseconds and a test can
+reach inside a tier to make it lag, hang or hold stale ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator, Sequence
+
+import pytest
+from nomnesia.adapters.archive import InMemoryArchive
+from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
+from nomnesia.adapters.tiered import FAILPOINTS, TieredMemoryStore
+from nomnesia.suite.contract import SUMMARY_ROLE, Entry, EntryLike
+from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, StoreClosed
+from nomnesia.suite.failpoints import Action, armed, recording
+
+
+@pytest.fixture
+async def store() -> AsyncIterator[TieredMemoryStore]:
+    async with TieredMemoryStore(log=InMemoryLog(), index=InMemoryIndex(),
+                                 archive=InMemoryArchive(), keep_last=2) as s:
+        yield s
+
+
+def accounted(history: Sequence[EntryLike]) -> list[str]:
+    """Every message id the live history accounts for (live, or covered by a live summary)."""
+    ids: list[str] = []
+    for entry in history:
+        ids.extend(entry.covers if entry.role == SUMMARY_ROLE else (entry.id,))
+    return ids
+
+
+async def test_append_history_search_compact_forget(store: TieredMemoryStore) -> None:
+    entries = [await store.append_message("ann", "user", f"message {i}") for i in range(5)]
+    assert [e.seq for e in entries] == [1, 2, 3, 4, 5]
+    assert await store.get_history("ann", 3) == entries[2:]
+    hits = await store.search("ann", "message 3", k=2)
+    assert hits[0] == entries[3] and len(hits) == 2
+    summary = await store.compact("ann")
+    assert summary is not None and summary.covers == tuple(e.id for e in entries[:3])
+    assert summary.seq == entries[2].seq
+    assert await store.get_history("ann", 10) == [summary, *entries[3:]]
+    assert all(h.id not in summary.covers for h in await store.search("ann", "message 1", k=5))
+    assert await store.consistent_state("ann")
+    await store.forget("ann")
+    assert await store.get_history("ann") == [] and await store.search("ann", "message") == []
+    assert await store.compact("ann") is None
+    assert await store.consistent_state("ann")
+    assert not store.archive.holds_anything_of("ann")  # type: ignore[attr-defined]
+
+
+async def test_second_compaction_covers_the_first(store: TieredMemoryStore) -> None:
+    ids = [(await store.append_message("bob", "user", f"m{i}")).id for i in range(4)]
+    first = await store.compact("bob")
+    ids += [(await store.append_message("bob", "user", f"n{i}")).id for i in range(3)]
+    second = await store.compact("bob")
+    assert first is not None and second is not None
+    history = await store.get_history("bob", 50)
+    assert history[0] == second and second.covers == tuple(ids[:-2])
+    assert accounted(history) == ids
+    assert first.id not in await store.index.ids("bob")
+    assert await store.consistent_state("bob")
+
+
+async def test_idempotent_append_and_conflicts(store: TieredMemoryStore) -> None:
+    first = await store.append_message("ann", "user", "hi\x00there", message_id="m1")
+    assert await store.append_message("ann", "user", "hi\x00there", message_id="m1") == first
+    with pytest.raises(ValueError):
+        await store.append_message("ann", "user", "other", message_id="m1")
+    with pytest.raises(ValueError):
+        await store.append_message("ann", "assistant", "hi\x00there", message_id="m1")
+    for i in range(3):
+        await store.append_message("ann", "user", f"x{i}")
+    summary = await store.compact("ann")
+    assert summary is not None
+    # a covered message is still accounted for: a retry returns it, unchanged
+    assert await store.append_message("ann", "user", "hi\x00there", message_id="m1") == first
+    with pytest.raises(ValueError):
+        await store.append_message("ann", "user", "x", message_id=summary.id)
+    assert len(await store.get_history("ann", 50)) == 3
+    assert await store.consistent_state("ann")
+
+
+async def test_users_are_isolated(store: TieredMemoryStore) -> None:
+    await store.append_message("ann", "user", "secret of ann")
+    await store.append_message("anna", "user", "secret of anna")
+    assert [e.user_id for e in await store.search("ann", "secret of anna", 5)] == ["ann"]
+    await store.forget("ann")
+    assert [e.content for e in await store.get_history("anna")] == ["secret of anna"]
+
+
+async def test_search_never_returns_what_the_index_still_holds_stale(
+        store: TieredMemoryStore) -> None:
+    for i in range(4):
+        await store.append_message("ann", "user", f"note {i}")
+    # an index that missed the compaction's deletes (as after a crash)
+    with armed("tiered.compact.after_log", Action.raise_()), pytest.raises(BackendUnavailable):
+        await store.compact("ann")
+    covered = (await store.get_history("ann", 10))[0].covers
+    assert set(covered) <= await store.index.ids("ann")
+    for text in ("note 0", "note 1"):
+        assert not {e.id for e in await store.search("ann", text, 5)} & set(covered)
+
+
+async def test_exact_content_wins_even_when_the_index_lags(store: TieredMemoryStore) -> None:
+    with armed("tiered.append.after_log", Action.raise_()), pytest.raises(BackendUnavailable):
+        await store.append_message("ann", "user", "needle", message_id="n")
+    for i in range(30):
+        await store.append_message("ann", "user", f"needle {i}")
+    assert (await store.search("ann", "needle", 1))[0].id == "n"
+
+
+async def test_history_never_shows_a_partial_view(store: TieredMemoryStore) -> None:
+    entries = [await store.append_message("ann", "user", f"m{i}") for i in range(5)]
+    for point in ("tiered.compact.after_archive", "tiered.compact.after_log_put"):
+        with armed(point, Action.cancel()):
+            task = asyncio.create_task(store.compact("ann"))
+            await asyncio.gather(task, return_exceptions=True)
+        history = await store.get_history("ann", 10)
+        assert history[0].role == SUMMARY_ROLE
+        assert accounted(history) == [e.id for e in entries]
+        await store.recover()
+
+
+async def test_consistent_state_names_backend_and_entry(store: TieredMemoryStore) -> None:
+    with armed("tiered.append.after_archive", Action.raise_()), pytest.raises(BackendUnavailable):
+        await store.append_message("ann", "user", "lost?", message_id="e1")
+    report = await store.consistent_state("ann")
+    assert not report
+    found = {(d.backend, d.kind, d.entry_id) for d in report.differences if d.entry_id}
+    assert found == {("log", "missing", "e1"), ("index", "missing", "e1")}
+    assert "entry 'e1' missing in log" in str(report)
+    await store.recover()
+    assert await store.consistent_state("ann")
+    assert [e.id for e in await store.get_history("ann")] == ["e1"]
+
+
+async def test_next_write_heals_without_recover(store: TieredMemoryStore) -> None:
+    with armed("tiered.append.after_archive", Action.cancel()):
+        task = asyncio.create_task(store.append_message("ann", "user", "a", message_id="a"))
+        await asyncio.gather(task, return_exceptions=True)
+    retry = await store.append_message("ann", "user", "a", message_id="a")
+    assert retry.seq == 1
+    assert await store.consistent_state("ann")
+    assert await store.archive.pending() == []
+
+
+async def test_recover_is_idempotent_and_safe_any_time(store: TieredMemoryStore) -> None:
+    await store.recover()
+    await store.append_message("ann", "user", "x")
+    await asyncio.gather(store.recover(), store.recover(), store.append_message("ann", "user", "y"))
+    await store.recover()
+    assert await store.consistent_state("ann")
+
+
+async def test_compaction_recomputes_when_the_prefix_moves() -> None:
+    class Racing:
+        """A summarizer during whose call another compaction lands."""
+
+        def __init__(self) -> None:
+            self.store: TieredMemoryStore | None = None
+            self.calls = 0
+
+        async def summarize(self, user_id: str, entries: Sequence[EntryLike]) -> str:
+            self.calls += 1
+            if self.calls == 1 and self.store is not None:
+                await self.store.compact(user_id)
+            return f"summary {self.calls}"
+
+    racing = Racing()
+    async with TieredMemoryStore(log=InMemoryLog(), index=InMemoryIndex(),
+                                 archive=InMemoryArchive(), keep_last=2,
+                                 summarizer=racing) as store:
+        racing.store = store
+        ids = [(await store.append_message("ann", "user", f"m{i}")).id for i in range(5)]
+        extra = await store.append_message("ann", "user", "m5")
+        summary = await store.compact("ann")
+        history = await store.get_history("ann", 10)
+        assert summary is not None and history[0] == summary
+        assert accounted(history) == [*ids, extra.id]
+        assert await store.consistent_state("ann")
+
+
+async def test_concurrent_appends_and_compactions_keep_everything() -> None:
+    seed = random.randrange(2**32)
+    print(f"seed={seed}")
+    rng = random.Random(seed)
+    async with TieredMemoryStore(log=InMemoryLog(), index=InMemoryIndex(),
+                                 archive=InMemoryArchive(), keep_last=3) as store:
+        acked: list[Entry] = []
+
+        async def writer(n: int) -> None:
+            for i in range(20):
+                acked.append(await store.append_message("ann", "user", f"w{n}-{i}"))
+                if rng.random() < 0.2:
+                    await store.compact("ann")
+
+        await asyncio.gather(*(writer(n) for n in range(4)))
+        history = await store.get_history("ann", 1000)
+        assert sorted(accounted(history)) == sorted(e.id for e in acked), f"seed={seed}"
+        seqs = [e.seq for e in history]
+        assert seqs == sorted(set(seqs)), f"seed={seed}"
+        assert await store.consistent_state("ann")
+
+
+class HangingLog(InMemoryLog):
+    def __init__(self) -> None:
+        super().__init__("log")
+        self.hang = False
+
+    async def put(self, entries: Sequence[Entry]) -> None:
+        if self.hang:
+            await asyncio.Event().wait()
+        await super().put(entries)
+
+
+async def test_a_hanging_backend_times_out_and_is_named() -> None:
+    log = HangingLog()
+    async with TieredMemoryStore(log=log, index=InMemoryIndex(), archive=InMemoryArchive(),
+                                 timeout=0.2) as store:
+        log.hang = True
+        started = time.monotonic()
+        with pytest.raises(BackendTimeout, match="'log'"):
+            await store.append_message("ann", "user", "x", message_id="x")
+        assert time.monotonic() - started < 2
+        log.hang = False
+        await store.recover()
+        assert [e.id for e in await store.get_history("ann")] == ["x"]
+        assert await store.consistent_state("ann")
+
+
+async def test_closed_store_refuses(store: TieredMemoryStore) -> None:
+    await store.aclose()
+    with pytest.raises(StoreClosed):
+        await store.append_message("ann", "user", "x")
+
+
+async def test_failpoints_declared_are_the_ones_passed(store: TieredMemoryStore) -> None:
+    with recording() as seen:
+        for i in range(4):
+            await store.append_message("ann", "user", f"m{i}")
+        await store.compact("ann")
+        await store.forget("ann")
+    with armed("tiered.append.after_archive", Action.raise_()), pytest.raises(BackendUnavailable):
+        await store.append_message("ann", "user", "x")
+    with recording() as healing:
+        await store.recover()
+    passed = set(seen) | set(healing)
+    assert passed == set(FAILPOINTS)
+    assert store.capabilities.failpoint_names == FAILPOINTS
