@@ -90,11 +90,14 @@ def describe(value: object) -> str:
     if value is None:
         return "None"
     if isinstance(value, (list, tuple)) and all(_is_entry(v) for v in value):
-        return "[" + ", ".join(describe(v) for v in value) + "]"
+        items = [describe(v) for v in value]
+        if len(items) > 6:
+            items = [*items[:3], f"... {len(items) - 5} more ...", *items[-2:]]
+        return "[" + ", ".join(items) + "]"
     if _is_entry(value):
         e = cast(EntryLike, value)
         covers = f", covers={len(e.covers)} ids" if e.covers else ""
-        return f"<{e.role} seq={e.seq} id={_short(e.id, 24)} {_short(e.content, 28)}{covers}>"
+        return f"<{e.role} seq={e.seq} id={_short(e.id, 40)} {_short(e.content, 40)}{covers}>"
     if isinstance(value, ConsistencyReport):
         return "consistent" if value else str(value)
     return _short(value, 80)
@@ -109,6 +112,7 @@ class Op:
     call: str
     started: float
     outcome: str | None = None  # None: still in flight
+    user: object = None  # the user_id argument, to show one user's story
 
 
 @dataclass
@@ -122,8 +126,8 @@ class OpLog:
         if active is not None:
             active.append(self)
 
-    def start(self, call: str) -> Op:
-        op = Op(call, time.monotonic())
+    def start(self, call: str, user: object = None) -> Op:
+        op = Op(call, time.monotonic(), user=user)
         self.ops.append(op)
         return op
 
@@ -134,36 +138,50 @@ class OpLog:
     def in_flight(self) -> list[Op]:
         return [op for op in self.ops if op.outcome is None]
 
-    def format(self, last: int = 60) -> str:
-        if not self.ops:
+    def format(self, last: int = 60, user: object = None) -> str:
+        """The log, numbered; with ``user``, only the calls for that user (and notes)."""
+        numbered = list(enumerate(self.ops, 1))
+        if user is not None:
+            numbered = [(n, op) for n, op in numbered if op.user is None or op.user == user]
+        if not numbered:
             return "  (no store operations)"
-        shown = self.ops[-last:]
-        first = len(self.ops) - len(shown) + 1
-        lines = [] if first == 1 else [f"  ... {first - 1} earlier operations"]
-        for n, op in enumerate(shown, first):
+        shown = numbered[-last:]
+        lines = []
+        if len(shown) < len(numbered):
+            lines.append(f"  ... {len(numbered) - len(shown)} earlier operations")
+        for n, op in shown:
             outcome = "(in flight)" if op.outcome is None else op.outcome
             lines.append(f"  {n:>3}. {op.call}" + (f" -> {outcome}" if outcome else ""))
+        hidden = len(self.ops) - len(numbered)
+        if hidden:
+            lines.append(f"  ({hidden} operations on other users not shown)")
         return "\n".join(lines)
 
 
 class GuaranteeViolation(AssertionError):
     """A broken guarantee. ``str`` starts with it, e.g. ``G7 atomic compaction: ...``."""
 
-    def __init__(self, guarantee: Guarantee, detail: str, log: OpLog | None = None) -> None:
+    def __init__(self, guarantee: Guarantee, detail: str, log: OpLog | None = None, *,
+                 user: object = None) -> None:
         self.guarantee = guarantee
         self.detail = detail
         message = f"{guarantee}: {detail}"
         if log is not None:
-            message += f"\n\noperations, oldest first:\n{log.format()}"
+            message += f"\n\noperations, oldest first:\n{log.format(user=user)}"
         super().__init__(message)
 
 
 def expect(condition: object, guarantee: Guarantee, detail: str | Callable[[], str],
-           log: OpLog | None = None) -> None:
-    """Raise ``GuaranteeViolation`` unless ``condition``; ``detail`` may be lazy."""
+           log: OpLog | None = None, *, user: object = None) -> None:
+    """Raise ``GuaranteeViolation`` unless ``condition``; ``detail`` may be lazy.
+
+    ``user`` narrows the printed log to that user's calls: the smallest story
+    that shows the violation (leave it out when other users matter, as for G9).
+    """
     __tracebackhide__ = True
     if not condition:
-        raise GuaranteeViolation(guarantee, detail() if callable(detail) else detail, log)
+        raise GuaranteeViolation(guarantee, detail() if callable(detail) else detail, log,
+                                 user=user)
 
 
 # --------------------------------------------------------------------------- stores
@@ -204,8 +222,8 @@ class LoggedStore:
     def capabilities(self) -> Capabilities:
         return capabilities_of(self.inner)
 
-    async def _call(self, text: str, awaitable: Awaitable[T]) -> T:
-        op = self.log.start(text)
+    async def _call(self, text: str, awaitable: Awaitable[T], user: object = None) -> T:
+        op = self.log.start(text, user)
         try:
             result = await awaitable
         except asyncio.CancelledError:
@@ -221,27 +239,27 @@ class LoggedStore:
                              *, message_id: Any = None) -> EntryLike:
         text = f"append_message({_args(user_id, role, content, message_id=message_id)})"
         return await self._call(text, self.inner.append_message(
-            user_id, role, content, message_id=message_id))
+            user_id, role, content, message_id=message_id), user_id)
 
     async def get_history(self, user_id: Any, limit: Any = 10) -> list[EntryLike]:
         text = f"get_history({_args(user_id, limit=limit)})"
-        return list(await self._call(text, self.inner.get_history(user_id, limit)))
+        return list(await self._call(text, self.inner.get_history(user_id, limit), user_id))
 
     async def search(self, user_id: Any, query: Any, k: Any = 5) -> list[EntryLike]:
         text = f"search({_args(user_id, query, k=k)})"
-        return list(await self._call(text, self.inner.search(user_id, query, k)))
+        return list(await self._call(text, self.inner.search(user_id, query, k), user_id))
 
     async def compact(self, user_id: Any) -> EntryLike | None:
         result: EntryLike | None = await self._call(
-            f"compact({_args(user_id)})", self.inner.compact(user_id))
+            f"compact({_args(user_id)})", self.inner.compact(user_id), user_id)
         return result
 
     async def forget(self, user_id: Any) -> None:
-        await self._call(f"forget({_args(user_id)})", self.inner.forget(user_id))
+        await self._call(f"forget({_args(user_id)})", self.inner.forget(user_id), user_id)
 
     async def consistent_state(self, user_id: Any) -> ConsistencyReport:
         report: ConsistencyReport = await self._call(
-            f"consistent_state({_args(user_id)})", self.inner.consistent_state(user_id))
+            f"consistent_state({_args(user_id)})", self.inner.consistent_state(user_id), user_id)
         return report
 
     async def recover(self) -> None:

@@ -210,6 +210,34 @@ def nomnesia_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]
             _settle(provider.close())
 
 
+# --------------------------------------------------------------------------- reporting
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Iterator[None]:
+    """A broken guarantee reads best as its message (guarantee, detail, operations) alone.
+
+    The suite's helpers would otherwise fill the screen with their own source;
+    ``--tb=long`` (or any explicit style) still shows the full traceback.
+    """
+    report: Any = yield
+    excinfo = call.excinfo
+    run = sys.modules.get(f"{_PACKAGE}._run")
+    if (excinfo is None or run is None or not report.failed
+            or not isinstance(excinfo.value, run.GuaranteeViolation)
+            or item.config.getoption("tbstyle", "auto") != "auto"):
+        return report  # type: ignore[no-any-return]
+    where = ""
+    for entry in reversed(excinfo.traceback):
+        path = Path(str(entry.path))
+        if path.parent == _SUITE_DIR and path.name.startswith("test_"):
+            where = f"\n\n{path.name}:{entry.lineno + 1}: in {entry.name}"
+            break
+    report.longrepr = f"{excinfo.value}{where}"
+    return report  # type: ignore[no-any-return]
+
+
 # --------------------------------------------------------------------------- collection
 
 

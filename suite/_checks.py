@@ -1,0 +1,210 @@
+"""What the sequential and interruption tests know, and the invariants they check against it.
+
+``Model`` remembers, per user, every append the test made and whether it was
+acknowledged or is indeterminate (interrupted). ``check_user`` then reads the
+store and checks everything SPEC.md promises about that user's state at
+quiescence (G1-G5, G7-G9, G11), naming the broken guarantee. It never assumes
+a seq scheme, an id format, a ranking or a keep_last: only what SPEC.md says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ._run import LoggedStore, expect, wait_until
+from .contract import ROLES, SUMMARY_ROLE, EntryLike, Guarantee
+
+__all__ = ["Model", "UserModel", "check_user", "search_finds", "snapshot"]
+
+_G1 = Guarantee.DURABILITY
+_G2 = Guarantee.EXACTLY_ONCE
+_G3 = Guarantee.READ_YOUR_WRITES
+_G4 = Guarantee.SEARCH
+_G5 = Guarantee.ORDER
+_G7 = Guarantee.ATOMIC_COMPACTION
+_G8 = Guarantee.FORGET
+_G9 = Guarantee.ISOLATION
+_G6 = Guarantee.IDEMPOTENT_APPENDS
+_G11 = Guarantee.QUIESCENT_CONSISTENCY
+
+
+@dataclass
+class UserModel:
+    acked: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Acknowledged message id -> (role, content), in acknowledgement order."""
+    maybe: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Indeterminate appends with a known message id: accounted for once or not at all."""
+    maybe_contents: list[str] = field(default_factory=list)
+    """Indeterminate appends without a message id: their content may show up live once."""
+    summaries: set[str] = field(default_factory=set)
+    """Ids of every summary seen, which covers may never contain."""
+    gone: dict[str, str] = field(default_factory=dict)
+    """Forgotten ids -> content: no method may return them again (unless re-appended)."""
+
+
+class Model:
+    """The test's own account of what it wrote, per user."""
+
+    def __init__(self) -> None:
+        self.users: dict[str, UserModel] = {}
+
+    def user(self, user_id: str) -> UserModel:
+        return self.users.setdefault(user_id, UserModel())
+
+    async def append(self, s: LoggedStore, user_id: str, content: str, *, role: str = "user",
+                     message_id: str | None = None) -> EntryLike:
+        """Append, check the returned entry, and remember it as acknowledged."""
+        entry = await s.append_message(user_id, role, content, message_id=message_id)
+        check_returned(entry, user_id, role, content, message_id, s)
+        u = self.user(user_id)
+        u.acked[entry.id] = (role, content)
+        u.maybe.pop(entry.id, None)
+        u.gone.pop(entry.id, None)
+        return entry
+
+    def forgot(self, user_id: str) -> None:
+        u = self.user(user_id)
+        gone = {**u.gone, **{i: c for i, (_, c) in (u.acked | u.maybe).items()}}
+        self.users[user_id] = UserModel(summaries=u.summaries, gone=gone)
+
+
+def check_returned(entry: EntryLike, user_id: str, role: str, content: str,
+                   message_id: str | None, s: LoggedStore) -> None:
+    """The entry an append returns is the message that was appended."""
+    got = (entry.user_id, entry.role, entry.content, tuple(entry.covers))
+    expect(got == (user_id, role, content, ()), _G1,
+           lambda: f"append_message returned {got!r}, not the appended "
+                   f"{(user_id, role, content, ())!r}", s.log)
+    expect(isinstance(entry.id, str) and entry.id, _G1,
+           f"append_message returned an entry without a str id: {entry.id!r}", s.log)
+    expect(isinstance(entry.seq, int) and not isinstance(entry.seq, bool), _G5,
+           f"append_message returned a non-int seq {entry.seq!r}", s.log)
+    if message_id is not None:
+        expect(entry.id == message_id, _G6,
+               f"append_message(message_id={message_id!r}) returned id {entry.id!r}", s.log)
+
+
+
+def snapshot(entries: list[EntryLike]) -> list[tuple[str, str, int, str, str, tuple[str, ...]]]:
+    """Entries as plain tuples, for exact before/after comparisons."""
+    return [(e.id, e.user_id, e.seq, e.role, e.content, tuple(e.covers)) for e in entries]
+
+
+def _within(s: LoggedStore) -> float:
+    staleness = s.search_staleness
+    return staleness + 0.05 if staleness > 0 else 0.0
+
+
+async def search_finds(s: LoggedStore, user_id: str, content: str, k: int = 5) -> list[EntryLike]:
+    """Search the exact content; it must come back within the top k, within search_staleness."""
+    found, waited = await wait_until(
+        lambda: s.search(user_id, content, k),
+        lambda hits: any(h.content == content for h in hits), within=_within(s))
+    expect(any(h.content == content for h in found), _G4,
+           lambda: f"search({user_id!r}, <exact content {content[:40]!r}>, k={k}) did not return "
+                   f"the live entry with that content within {waited:.3f}s "
+                   f"(search_staleness={s.search_staleness:g})", s.log)
+    return found
+
+
+def _check_hits(hits: list[EntryLike], user_id: str, k: int, live: dict[str, EntryLike],
+                u: UserModel, s: LoggedStore) -> None:
+    expect(len(hits) <= k, _G4, f"search returned {len(hits)} entries for k={k}", s.log)
+    for h in hits:
+        expect(h.user_id == user_id, _G9,
+               f"search for user {user_id!r} returned an entry of user {h.user_id!r}", s.log)
+        expect(h.id not in u.gone or h.id in live, _G8,
+               f"search returned forgotten entry {h.id!r}", s.log)
+        expect(h.id in live, _G4, f"search returned {h.id!r}, which is not a live entry "
+                                  "(covered by a summary, or never written)", s.log)
+        expect(h.content == live[h.id].content, _G4,
+               f"search and get_history disagree on the content of {h.id!r}", s.log)
+
+
+async def check_user(s: LoggedStore, model: Model, user_id: str, *,
+                     searches: int = 3) -> list[EntryLike]:
+    """Check every quiescent invariant of one user; returns the live history."""
+    u = model.user(user_id)
+    limit = len(u.acked) + len(u.maybe) + len(u.maybe_contents) + 10
+    history = await s.get_history(user_id, limit)
+    log = s.log
+    ids = [e.id for e in history]
+    live = {e.id: e for e in history}
+
+    for e in history:
+        expect(e.user_id == user_id, _G9,
+               f"get_history({user_id!r}) returned an entry of user {e.user_id!r}", log)
+    expect(len(ids) == len(live), _G2,
+           lambda: f"duplicate ids among live entries: "
+                   f"{sorted({i for i in ids if ids.count(i) > 1})}", log, user=user_id)
+    seqs = [e.seq for e in history]
+    expect(seqs == sorted(seqs) and len(set(seqs)) == len(seqs), _G5,
+           f"get_history seqs are not strictly ascending: {seqs}", log, user=user_id)
+
+    summaries = [e for e in history if e.role == SUMMARY_ROLE]
+    u.summaries.update(e.id for e in summaries)
+    expect(len(summaries) <= 1 and (not summaries or history[0].role == SUMMARY_ROLE), _G7,
+           lambda: f"live history is not 'at most one summary, first': roles "
+                   f"{[e.role for e in history]}", log, user=user_id)
+    covered: list[str] = [c for e in summaries for c in e.covers]
+    expect(len(covered) == len(set(covered)), _G2,
+           "a summary covers the same message twice", log, user=user_id)
+    expect(not set(covered) & set(live), _G2,
+           lambda: f"entries both live and covered: {sorted(set(covered) & set(live))}",
+           log, user=user_id)
+    expect(not set(covered) & u.summaries, _G7,
+           lambda: f"a summary covers summary ids {sorted(set(covered) & u.summaries)}; "
+                   "covers hold message ids only", log, user=user_id)
+
+    known = u.acked | u.maybe
+    unclaimed = list(u.maybe_contents)
+    for e in history:
+        if e.role == SUMMARY_ROLE:
+            continue
+        expect(e.role in ROLES, _G1, f"live entry {e.id!r} has role {e.role!r}",
+               log, user=user_id)
+        if e.id in known:
+            expect((e.role, e.content) == known[e.id], _G1,
+                   f"live entry {e.id!r} holds {(e.role, e.content[:40])!r}, "
+                   "not what was appended", log, user=user_id)
+        else:
+            expect(e.content in unclaimed, _G2,
+                   f"phantom entry {e.id!r} ({e.content[:40]!r}): it was never appended, "
+                   "or it duplicates an append under a new id", log)
+            unclaimed.remove(e.content)
+    for c in covered:
+        expect(c in known or c in u.gone, _G2, f"a summary covers unknown id {c!r}",
+               log, user=user_id)
+
+    accounted = set(live) | set(covered)
+    lost = [i for i in u.acked if i not in accounted]
+    expect(not lost, _G1, lambda: f"acknowledged appends are neither live nor covered by the "
+                                  f"live summary: {lost}", log, user=user_id)
+
+    order = [i for i in u.acked if i in live]
+    expect(order == [i for i in ids if i in u.acked], _G5,
+           lambda: "live entries are not in the order their appends were acknowledged",
+           log, user=user_id)
+
+    report = await s.consistent_state(user_id)
+    expect(report, _G11, f"consistent_state({user_id!r}) is falsy at quiescence:\n{report}",
+           log, user=user_id)
+
+    messages = [e for e in history if e.role != SUMMARY_ROLE]
+    sample = messages[-searches:] if searches else []
+    for e in sample:
+        hits = await search_finds(s, user_id, e.content)
+        _check_hits(hits, user_id, 5, live, u, s)
+    if searches and (u.gone or covered):
+        # Search never lags behind compaction or forget: probe what must be gone.
+        dead = [(i, c) for i, c in u.gone.items() if i not in live][:2]
+        dead += [(i, known[i][1]) for i in covered if i in known][:2]
+        for _, content in dead:
+            hits = await s.search(user_id, content, 5)
+            _check_hits(hits, user_id, 5, live, u, s)
+    if not history:
+        hits = await s.search(user_id, "anything at all", 5)
+        expect(not hits, _G8 if u.gone else _G4,
+               f"search for user {user_id!r} with no live entries returned {len(hits)}",
+               log, user=user_id)
+    return history
