@@ -1,0 +1,689 @@
+"""A history checker for memory stores, in the manner of Jepsen's checkers and Elle.
+
+Given a recorded :class:`~nomnesia.suite.history.History`, ``check`` looks for
+histories that no legal execution of SPEC.md could have produced, per user:
+acknowledged appends lost or counted twice, phantoms, reads that disagree on
+the order or break real time, half-finished compactions, leaks between users,
+memory that survives ``forget``, and searches that lag or see covered entries.
+
+It only ever reasons from what the history proves. An indeterminate (info)
+operation may or may not have taken effect; an operation running concurrently
+with another may have taken effect before or after it; a read of ``limit``
+entries that returned exactly ``limit`` says nothing about older ones. Every
+such doubt is resolved in the store's favour, so a correct store is never
+flagged, and the freedoms SPEC.md grants (gaps in seq, other id formats,
+another ``keep_last``, search lag within ``search_staleness``) are accepted.
+
+SPEC guarantee 10 allows broken guarantees between an interrupted write and
+the next ``recover()``: reads in that window are only checked for isolation.
+
+Each anomaly carries the smallest part of the history that shows it: the
+checker builds it from the evidence, then shrinks it by re-checking the
+evidence with one call left out at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+from .contract import SUMMARY_ROLE, Guarantee
+from .history import History, Op, Rec, short_id
+
+__all__ = ["Anomaly", "check"]
+
+_INF = 1 << 62
+_PER_KIND = 3  # anomalies of one kind reported per user: the first few tell the story
+_MINIMISE = 10  # anomalies shrunk per check: shrinking re-runs the checker
+
+
+@dataclass(frozen=True)
+class Anomaly:
+    """One way a history breaks SPEC.md, and the ops that prove it."""
+
+    guarantee: Guarantee
+    message: str
+    ops: list[Op]
+    kind: str = field(default="", compare=False)  # stable tag, used to re-find it when shrinking
+
+    def __str__(self) -> str:
+        return "\n".join([f"{self.guarantee}: {self.message}", *(f"  {op}" for op in self.ops)])
+
+
+class _C:
+    """One call: an invoke and its completion, with the indexes the checks compare."""
+
+    __slots__ = ("arg", "end", "f", "hi", "inv", "lo", "ok", "value")
+
+    def __init__(self, inv: Op, end: Op | None) -> None:
+        self.inv = inv
+        self.end = end
+        self.f = inv.f
+        self.arg: Any = inv.value
+        self.lo = inv.index
+        self.ok = end is not None and end.type == "ok"
+        # hi: the last moment the call can have taken effect; an indeterminate
+        # call may take effect any time after it was invoked.
+        self.hi = end.index if end is not None and end.type in ("ok", "fail") else _INF
+        self.value: Any = end.value if self.ok and end is not None else None
+
+    @property
+    def failed(self) -> bool:
+        return self.end is not None and self.end.type == "fail"
+
+    @property
+    def ops(self) -> list[Op]:
+        return [self.inv] if self.end is None else [self.inv, self.end]
+
+    def __str__(self) -> str:
+        if self.f == "read":
+            return f"read {self.lo} (limit {self.arg})"
+        if self.f == "search":
+            return f"search {self.lo} (k {self.arg[1]})"
+        return f"{self.f} {self.lo}"
+
+
+def _pair(ops: Iterable[Op]) -> list[_C]:
+    pending: dict[int, Op] = {}
+    calls: list[_C] = []
+    for op in ops:
+        if op.type == "invoke":
+            previous = pending.pop(op.process, None)
+            if previous is not None:  # a process never completed: treat as indeterminate
+                calls.append(_C(previous, None))
+            pending[op.process] = op
+        else:
+            inv = pending.pop(op.process, None)
+            if inv is not None:
+                calls.append(_C(inv, op))
+    calls.extend(_C(inv, None) for inv in pending.values())
+    calls.sort(key=lambda c: c.lo)
+    return calls
+
+
+def check(history: History | Sequence[Op], *, keep_last: int, search_staleness: float,
+          minimise: bool = True) -> list[Anomaly]:
+    """Every anomaly found, earliest first; ``[]`` when some legal execution explains it all.
+
+    ``keep_last`` and ``search_staleness`` are the store's own values: the
+    checker grants the store exactly the freedom it declares.
+    """
+    ops = list(history)
+    calls = _pair(ops)
+    recovers = [c for c in calls if c.f == "recover" and c.ok]
+    by_user: dict[str, list[_C]] = {}
+    for c in calls:
+        if c.f != "recover":
+            by_user.setdefault(c.inv.user_id, []).append(c)
+    owners: dict[str, set[str]] = {}  # entry id -> users whose appends produced it
+    for user, ucalls in by_user.items():
+        for c in ucalls:
+            if c.f == "append" and c.ok and isinstance(c.value, Rec):
+                owners.setdefault(c.value.id, set()).add(user)
+    found: list[Anomaly] = []
+    for user, ucalls in by_user.items():
+        found += _UserChecker(user, ucalls, recovers, owners, keep_last, search_staleness).run()
+    found.sort(key=lambda a: (a.ops[-1].index if a.ops else 0, a.guarantee.number))
+    if minimise:
+        found = [_shrink(a, keep_last, search_staleness) if i < _MINIMISE else a
+                 for i, a in enumerate(found)]
+    return found
+
+
+def _shrink(anomaly: Anomaly, keep_last: int, search_staleness: float) -> Anomaly:
+    """Drop every call whose absence still leaves the same anomaly (one-minimal, like ddmin)."""
+    calls = _pair(anomaly.ops)
+
+    def shows(subset: list[_C]) -> bool:
+        ops = sorted((op for c in subset for op in c.ops), key=lambda op: op.index)
+        return any(a.kind == anomaly.kind
+                   for a in check(ops, keep_last=keep_last, search_staleness=search_staleness,
+                                  minimise=False))
+
+    if len(calls) <= 1 or not shows(calls):
+        return anomaly
+    i = 0
+    while i < len(calls) and len(calls) > 1:
+        trial = calls[:i] + calls[i + 1:]
+        if shows(trial):
+            calls = trial
+        else:
+            i += 1
+    ops = sorted((op for c in calls for op in c.ops), key=lambda op: op.index)
+    return Anomaly(anomaly.guarantee, anomaly.message, ops, anomaly.kind)
+
+
+def _ops(*calls: _C | None) -> list[Op]:
+    seen: dict[int, Op] = {}
+    for c in calls:
+        if c is not None:
+            for op in c.ops:
+                seen[op.index] = op
+    return [seen[i] for i in sorted(seen)]
+
+
+class _UserChecker:
+    """All checks for one user's calls; different users never interact (G9 aside)."""
+
+    def __init__(self, user: str, calls: list[_C], recovers: list[_C],
+                 owners: dict[str, set[str]], keep_last: int, staleness: float) -> None:
+        self.user = user
+        self.keep_last = keep_last
+        self.staleness_ns = int(staleness * 1e9)
+        self.owners = owners
+        self.found: list[Anomaly] = []
+        self._counts: dict[tuple[Guarantee, str], int] = {}
+        self._missing = 0
+        self.appends = [c for c in calls if c.f == "append"]
+        self.reads = [c for c in calls if c.f == "read" and c.ok]
+        self.searches = [c for c in calls if c.f == "search" and c.ok]
+        self.compacts = [c for c in calls if c.f == "compact"]
+        self.forgets = [(c.lo, c.hi, c) for c in calls if c.f == "forget" and not c.failed]
+        self.taints = self._taints(calls, recovers)
+        self.clean_reads = [r for r in self.reads if not self._tainted(r)]
+        # Who may have produced each id: appends (ok, or indeterminate with a
+        # message_id) and compactions (ok).
+        self.producers: dict[str, list[_C]] = {}
+        self.failed_ids: dict[str, _C] = {}
+        self.seq_of: dict[str, int] = {}
+        self.ack: dict[str, _C] = {}  # id -> first acknowledged append or compaction
+        for c in self.appends:
+            mid = c.arg[2] if isinstance(c.arg, tuple) and len(c.arg) > 2 else None
+            if c.ok and isinstance(c.value, Rec):
+                self.producers.setdefault(c.value.id, []).append(c)
+                self.seq_of.setdefault(c.value.id, c.value.seq)
+                self.ack.setdefault(c.value.id, c)
+            elif c.failed:
+                if mid is not None:
+                    self.failed_ids.setdefault(mid, c)
+            elif mid is not None:
+                self.producers.setdefault(mid, []).append(c)
+        self.covers: dict[str, frozenset[str]] = {}
+        for c in self.compacts:
+            if c.ok and isinstance(c.value, Rec):
+                self.producers.setdefault(c.value.id, []).append(c)
+                self.seq_of.setdefault(c.value.id, c.value.seq)
+                self.ack.setdefault(c.value.id, c)
+                self.covers.setdefault(c.value.id, frozenset(c.value.covers))
+        self.indeterminate_compact_lo = min(
+            (c.lo for c in self.compacts if not c.ok and not c.failed), default=_INF)
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def report(self, guarantee: Guarantee, kind: str, message: str, *calls: _C | None) -> None:
+        key = (guarantee, kind.split(":", 1)[0])
+        n = self._counts.get(key, 0)
+        if n < _PER_KIND:
+            self._counts[key] = n + 1
+            self.found.append(Anomaly(guarantee, message, _ops(*calls), kind))
+
+    @staticmethod
+    def _taints(calls: list[_C], recovers: list[_C]) -> list[tuple[int, int]]:
+        """Windows from an interrupted write to the end of the next recover() after it (G10)."""
+        spans = []
+        for c in calls:
+            if c.f in ("append", "compact", "forget") and not c.ok and not c.failed:
+                end = _INF
+                if c.end is not None:
+                    after = [r.hi for r in recovers if r.lo > c.end.index]
+                    end = min(after, default=_INF)
+                spans.append((c.lo, end))
+        return spans
+
+    def _tainted(self, c: _C) -> bool:
+        return any(lo < c.hi and c.lo < hi for lo, hi in self.taints)
+
+    def forget_between(self, lo: int, hi: int) -> bool:
+        """Whether some forget may have taken effect after ``lo`` and before ``hi``."""
+        return any(f_lo < hi and f_hi > lo for f_lo, f_hi, _ in self.forgets)
+
+    def cut(self, hi: int) -> int:
+        """Facts established by calls invoked at or before this index may have been forgotten."""
+        return max((f_hi for f_lo, f_hi, _ in self.forgets if f_lo < hi), default=-1)
+
+    def who(self, entry_id: str) -> str:
+        c = self.ack.get(entry_id)
+        return f"{short_id(entry_id)} ({c})" if c else short_id(entry_id)
+
+    def covers_of(self, r: Rec) -> frozenset[str]:
+        cov = self.covers.get(r.id)
+        if cov is None:
+            cov = self.covers[r.id] = frozenset(r.covers)
+        return cov
+
+    # -- the checks -----------------------------------------------------------------------
+
+    def run(self) -> list[Anomaly]:
+        self.check_results()
+        views = self.check_views()
+        self.check_phantoms()
+        self.check_covering(views)
+        self.check_durability(views)
+        self.check_real_time()
+        self.check_searches()
+        self.check_retries()
+        return self.found
+
+    def check_results(self) -> None:
+        """What append and compact themselves returned."""
+        for c in self.appends:
+            if not c.ok or not isinstance(c.value, Rec):
+                continue
+            r = c.value
+            if r.user_id != self.user:
+                self.report(Guarantee.ISOLATION, f"append-user:{c.lo}",
+                            f"{c} for {self.user!r} returned an entry of user {r.user_id!r}", c)
+            mid = c.arg[2] if isinstance(c.arg, tuple) and len(c.arg) > 2 else None
+            if mid is not None and r.id != mid:
+                self.report(Guarantee.IDEMPOTENT_APPENDS, f"append-id:{c.lo}",
+                            f"{c} with message_id {mid!r} returned id {r.id!r}", c)
+        for c in self.compacts:
+            if not c.ok or not isinstance(c.value, Rec):
+                continue
+            r = c.value
+            if r.user_id != self.user:
+                self.report(Guarantee.ISOLATION, f"compact-user:{c.lo}",
+                            f"{c} for {self.user!r} returned an entry of user {r.user_id!r}", c)
+            if r.role != SUMMARY_ROLE or not r.covers:
+                self.report(Guarantee.ATOMIC_COMPACTION, f"compact-shape:{c.lo}",
+                            f"{c} returned {short_id(r.id)} with role {r.role!r} covering "
+                            f"{len(r.covers)} entries: a summary must cover what it replaces", c)
+
+    def check_views(self) -> dict[int, tuple[dict[str, Rec], Rec | None]]:
+        """Per read: isolation, size, duplicates, order and shape. Returns each clean view."""
+        views: dict[int, tuple[dict[str, Rec], Rec | None]] = {}
+        summary_ids = {sid for sid in self.covers}
+        for c in self.reads + self.searches:
+            entries: tuple[Rec, ...] = c.value or ()
+            is_read = c.f == "read"
+            bound = c.arg if is_read else c.arg[1]
+            mine = []
+            for r in entries:
+                if r.user_id != self.user:
+                    self.report(Guarantee.ISOLATION, f"foreign:{c.lo}",
+                                f"{c} for {self.user!r} returned {short_id(r.id)} of user "
+                                f"{r.user_id!r}", c)
+                else:
+                    mine.append(r)
+            if self._tainted(c):
+                continue
+            g = Guarantee.READ_YOUR_WRITES if is_read else Guarantee.SEARCH
+            if isinstance(bound, int) and len(entries) > bound:
+                self.report(g, f"too-many:{c.lo}",
+                            f"{c} returned {len(entries)} entries, more than {bound}", c)
+            live: dict[str, Rec] = {}
+            summary: Rec | None = None
+            for r in mine:
+                if r.id in live or (summary is not None and r.id == summary.id):
+                    retried = sum(1 for a in self.producers.get(r.id, ()) if a.f == "append") > 1
+                    self.report(Guarantee.IDEMPOTENT_APPENDS if retried else
+                                Guarantee.EXACTLY_ONCE if is_read else Guarantee.SEARCH,
+                                f"duplicate:{c.lo}",
+                                f"{c} returned {short_id(r.id)} twice", c,
+                                *self.producers.get(r.id, ())[:2])
+                    continue
+                if r.role == SUMMARY_ROLE:
+                    summary = r
+                    summary_ids.add(r.id)
+                else:
+                    live[r.id] = r
+            if not is_read:
+                continue
+            for prev, r in pairwise(mine):
+                if r.seq <= prev.seq:
+                    what = "share seq" if r.seq == prev.seq else "are out of order"
+                    self.report(Guarantee.ORDER, f"read-order:{c.lo}",
+                                f"{c}: {short_id(prev.id)}@{prev.seq} and {short_id(r.id)}@"
+                                f"{r.seq} {what}: a read returns live entries in ascending, "
+                                f"unique seq order", c)
+                    break
+            summaries = [r for r in mine if r.role == SUMMARY_ROLE]
+            if len(summaries) > 1 or (summaries and mine[0].role != SUMMARY_ROLE):
+                self.report(Guarantee.ATOMIC_COMPACTION, f"shape:{c.lo}",
+                            f"{c} shows {len(summaries)} summaries, not first: a live history "
+                            f"is at most one summary followed by messages", c)
+            if summary is not None:
+                cov = self.covers_of(summary)
+                if cov != frozenset(summary.covers):
+                    self.report(Guarantee.ATOMIC_COMPACTION, f"covers-changed:{summary.id}",
+                                f"summary {short_id(summary.id)} covers different entries in {c} "
+                                f"than when first seen", c, self.ack.get(summary.id))
+                both = [m for m in live if m in cov]
+                if both:
+                    self.report(Guarantee.ATOMIC_COMPACTION, f"both:{both[0]}",
+                                f"{c} sees summary {short_id(summary.id)} and the entry "
+                                f"{self.who(both[0])} it covers", c, self.ack.get(summary.id))
+                nested = [s for s in summary.covers if s in summary_ids]
+                if nested:
+                    self.report(Guarantee.ATOMIC_COMPACTION, f"nested:{summary.id}",
+                                f"summary {short_id(summary.id)} (seen by {c}) covers summary "
+                                f"{short_id(nested[0])}: covers hold message ids only", c,
+                                self.ack.get(nested[0]))
+            views[c.lo] = (live, summary)
+        return views
+
+    def check_phantoms(self) -> None:
+        """Every id a read shows was produced by an append or compaction that may have run."""
+        unknown: dict[str, tuple[_C, bool]] = {}
+        for c in self.reads + self.searches:
+            for r in c.value or ():
+                if r.user_id != self.user:
+                    continue
+                if r.id not in self.producers and r.id not in unknown:
+                    unknown[r.id] = (c, r.role == SUMMARY_ROLE)
+                if r.role == SUMMARY_ROLE:
+                    for m in r.covers:
+                        if m not in self.producers and m not in unknown:
+                            unknown[m] = (c, False)
+        if not unknown:
+            return
+        # Store-made ids of indeterminate calls are unknown to us: match each
+        # unknown id to a distinct indeterminate call invoked before it was seen.
+        pools = {False: sorted(c.lo for c in self.appends
+                               if not c.ok and not c.failed and c.arg[2] is None),
+                 True: sorted(c.lo for c in self.compacts if not c.ok and not c.failed)}
+        for entry_id, (c, is_summary) in sorted(unknown.items(), key=lambda kv: kv[1][0].hi):
+            pool = pools[is_summary]
+            if pool and pool[0] < c.hi:
+                pool.pop(0)
+                continue
+            others = self.owners.get(entry_id, set()) - {self.user}
+            failed = self.failed_ids.get(entry_id)
+            if others:
+                self.report(Guarantee.ISOLATION, f"phantom:{entry_id}",
+                            f"{c} for {self.user!r} returned {short_id(entry_id)}, appended "
+                            f"for user {sorted(others)[0]!r}", c)
+            elif failed is not None:
+                self.report(Guarantee.INPUTS, f"phantom:{entry_id}",
+                            f"{c} returned {short_id(entry_id)}, whose {failed} was rejected: "
+                            f"a rejected call must write nothing", c, failed)
+            else:
+                what = "summary" if is_summary else "entry"
+                self.report(Guarantee.EXACTLY_ONCE, f"phantom:{entry_id}",
+                            f"{c} returned {what} {short_id(entry_id)} that no append or "
+                            f"compact produced", c)
+
+    def check_covering(self, views: dict[int, tuple[dict[str, Rec], Rec | None]]) -> None:
+        """G7 across calls: late covers, prefixes, covered entries coming back."""
+        # When each id became covered: the earliest ok compaction or clean read proving it.
+        first: dict[str, tuple[int, _C]] = {}
+        for c in self.compacts:
+            if c.ok and isinstance(c.value, Rec):
+                first.setdefault(c.value.id, (c.hi, c))
+        for c in self.clean_reads:
+            s = views[c.lo][1]
+            if s is not None and (s.id not in first or c.hi < first[s.id][0]):
+                first[s.id] = (c.hi, c)
+        self.covered_at: dict[str, tuple[int, _C, str]] = {}
+        for sid, (at, witness) in first.items():
+            for m in self.covers.get(sid, ()):
+                known = self.covered_at.get(m)
+                if known is None or at < known[0]:
+                    self.covered_at[m] = (at, witness, sid)
+        for c in self.compacts:
+            if not (c.ok and isinstance(c.value, Rec)):
+                continue
+            for m in c.value.covers:
+                makers = [a for a in self.producers.get(m, ()) if a.f == "append"]
+                if makers and min(a.lo for a in makers) > c.hi:
+                    self.report(Guarantee.ATOMIC_COMPACTION, f"late-cover:{m}",
+                                f"summary {short_id(c.value.id)} of {c} covers "
+                                f"{short_id(m)}, appended only after {c} returned", c, makers[0])
+        max_cov: dict[str, tuple[int, str]] = {}
+        for c in self.clean_reads:
+            live, s = views[c.lo]
+            for m in live:
+                hit = self.covered_at.get(m)
+                if hit is None or hit[0] >= c.lo or (s is not None and m in self.covers_of(s)):
+                    continue
+                if not self.forget_between(hit[1].lo, c.hi):
+                    self.report(Guarantee.ATOMIC_COMPACTION, f"uncovered:{m}",
+                                f"{c} shows {self.who(m)} live again after summary "
+                                f"{short_id(hit[2])} covered it", hit[1], c)
+            if s is None or not live:
+                continue
+            made = [p for p in self.producers.get(s.id, ()) if p.f == "compact"]
+            if not made:
+                continue
+            if s.id not in max_cov:
+                seqs = [(self.seq_of[m], m) for m in self.covers_of(s) if m in self.seq_of]
+                max_cov[s.id] = max(seqs, default=(-1, ""))
+            top, top_id = max_cov[s.id]
+            for m, r in sorted(live.items(), key=lambda kv: kv[1].seq):
+                if r.seq >= top:
+                    break
+                a = self.ack.get(m)
+                if a is not None and a.hi < made[0].lo and not self.forget_between(a.lo, c.hi):
+                    self.report(Guarantee.ATOMIC_COMPACTION, f"prefix:{s.id}",
+                                f"summary {short_id(s.id)} covers {short_id(top_id)}@{top} but "
+                                f"not the older {short_id(m)}@{r.seq} (live in {c}): covers "
+                                f"must be a prefix", a, self.ack.get(top_id), made[0], c)
+                    break
+
+    def check_durability(self, views: dict[int, tuple[dict[str, Rec], Rec | None]]) -> None:
+        """G1/G2/G3: everything proven to exist before a read started is accounted for in it.
+
+        Facts (an acknowledged append, a compaction, an entry a read returned)
+        become requirements for every read invoked after the fact's call
+        returned, unless a forget may have run in between. Requirements are kept
+        compressed: a summary stands for everything it covers.
+        """
+        events: list[tuple[int, int, bool, str, _C]] = []
+        for c in self.appends:
+            if c.ok and isinstance(c.value, Rec):
+                events.append((c.hi, c.lo, False, c.value.id, c))
+        for c in self.compacts:
+            if c.ok and isinstance(c.value, Rec):
+                events.append((c.hi, c.lo, True, c.value.id, c))
+        for c in self.clean_reads:
+            live, s = views[c.lo]
+            events.extend((c.hi, c.lo, False, m, c) for m in live)
+            if s is not None:
+                events.append((c.hi, c.lo, True, s.id, c))
+        events.sort(key=lambda e: e[0])
+        need_m: dict[str, _C] = {}
+        need_s: dict[str, _C] = {}
+        subset: dict[tuple[str, str], frozenset[str]] = {}
+        ever_covered = set(self.covered_at)
+        applied = -1
+        i = 0
+
+        def minus(a: str, b: str) -> frozenset[str]:
+            key = (a, b)
+            d = subset.get(key)
+            if d is None:
+                d = subset[key] = self.covers.get(a, frozenset()) - self.covers.get(b, frozenset())
+            return d
+
+        for c in sorted(self.clean_reads, key=lambda r: r.lo):
+            while i < len(events) and events[i][0] < c.lo:
+                _, lo, is_summary, entry_id, w = events[i]
+                i += 1
+                if lo <= applied:
+                    continue
+                if is_summary:
+                    if entry_id in need_s or any(not minus(entry_id, k) for k in need_s):
+                        continue
+                    for k in [k for k in need_s if not minus(k, entry_id)]:
+                        del need_s[k]
+                    need_s[entry_id] = w
+                    cov = self.covers.get(entry_id, frozenset())
+                    for m in [m for m in need_m if m in cov]:
+                        del need_m[m]
+                elif entry_id not in need_m and not any(
+                        entry_id in self.covers.get(k, ()) for k in need_s):
+                    need_m[entry_id] = w
+            cut = self.cut(c.hi)
+            if cut > applied:
+                applied = cut
+                need_m = {m: w for m, w in need_m.items() if w.lo > cut}
+                need_s = {k: w for k, w in need_s.items() if w.lo > cut}
+            elif cut < applied:
+                continue  # a forget may separate this read from facts already dropped
+            live, summary = views[c.lo]
+            entries: tuple[Rec, ...] = c.value
+            complete = summary is not None or len(entries) < c.arg
+            cov = self.covers_of(summary) if summary is not None else frozenset()
+            first_seq = entries[0].seq if entries else 0
+            window_doubt = c.hi > self.indeterminate_compact_lo
+            for m, w in need_m.items():
+                if m in live or m in cov:
+                    continue
+                if not complete:
+                    seq = self.seq_of.get(m)
+                    if seq is None or seq <= first_seq or window_doubt or m in ever_covered:
+                        continue
+                self.missing(m, w, c, views)
+            if not complete:
+                continue
+            for sid, w in need_s.items():
+                if summary is not None and sid == summary.id:
+                    continue
+                lost = [m for m in minus(sid, summary.id if summary else "") if m not in live]
+                if lost:
+                    self.missing(lost[0], w, c, views)
+
+    def missing(self, m: str, witness: _C, c: _C,
+                views: dict[int, tuple[dict[str, Rec], Rec | None]]) -> None:
+        self._missing += 1
+        if self._missing > _PER_KIND:
+            return  # the first few losses tell the story; classifying more costs time
+        for k in self.compacts:
+            if k.lo < c.hi and k.hi > c.lo and (
+                    not k.ok or (isinstance(k.value, Rec) and m in k.value.covers)):
+                self.report(Guarantee.ATOMIC_COMPACTION, f"missing:{m}",
+                            f"{c} misses {self.who(m)} while {k} runs: a read sees the whole "
+                            f"old view or the whole new view", witness, k, c)
+                return
+        how = ("was acknowledged" if witness.f == "append" else
+               f"was covered by {witness}" if witness.f == "compact" else f"was seen by {witness}")
+        for later in self.clean_reads:
+            if later.lo > c.hi:
+                live, s = views[later.lo]
+                if m in live or (s is not None and m in self.covers_of(s)):
+                    self.report(Guarantee.READ_YOUR_WRITES, f"missing:{m}",
+                                f"{c} misses {short_id(m)}, which {how} before it started "
+                                f"(it reappears in {later})", witness, c)
+                    return
+        self.report(Guarantee.DURABILITY, f"missing:{m}",
+                    f"{short_id(m)} {how}, then {c} neither returns it nor a summary covering it",
+                    witness, c)
+
+    def check_real_time(self) -> None:
+        """G5: an append that returned before another started has the lower seq."""
+        acked = [c for c in self.appends if c.ok and isinstance(c.value, Rec)]
+        if len(acked) < 2:
+            return
+        by_ret = sorted(acked, key=lambda c: c.hi)
+        groups: dict[int, list[_C]] = {}
+        for c in acked:
+            groups.setdefault(self.cut(c.hi), []).append(c)
+        for cut, group in groups.items():
+            eligible = [a for a in by_ret if a.lo > cut]
+            j = 0
+            best: list[_C] = []  # the two highest seqs so far, with different ids
+            for b in sorted(group, key=lambda c: c.lo):
+                while j < len(eligible) and eligible[j].hi < b.lo:
+                    a = eligible[j]
+                    j += 1
+                    best = sorted([x for x in best if x.value.id != a.value.id] + [a],
+                                  key=lambda x: -x.value.seq)[:2]
+                for a in best:
+                    if a.value.id != b.value.id and a.value.seq >= b.value.seq:
+                        self.report(Guarantee.ORDER, f"real-time:{b.lo}",
+                                    f"{a} returned {short_id(a.value.id)}@{a.value.seq} before "
+                                    f"{b} started, yet {b} got {short_id(b.value.id)}@"
+                                    f"{b.value.seq}: seq must follow real time", a, b)
+                        break
+
+    def check_searches(self) -> None:
+        """G4 and G8 for searches, G8 for reads: no covered, forgotten or missed entries."""
+        content_ids: dict[str, set[str]] = {}
+        first_ok: dict[str, _C] = {}
+        for c in self.appends:
+            if c.failed:
+                continue
+            content = c.arg[1]
+            entry_id = c.value.id if c.ok and isinstance(c.value, Rec) else c.arg[2] or f"?{c.lo}"
+            content_ids.setdefault(content, set()).add(entry_id)
+            if c.ok:
+                first_ok.setdefault(entry_id, c)
+        cover_lo: dict[str, int] = {}
+        for c in self.compacts:
+            if c.ok and isinstance(c.value, Rec):
+                for m in c.value.covers:
+                    cover_lo[m] = min(cover_lo.get(m, _INF), c.lo)
+        done_forgets = [(lo, hi, f) for lo, hi, f in self.forgets if f.ok]
+        for c in self.searches + self.clean_reads:
+            if self._tainted(c):
+                continue
+            entries: tuple[Rec, ...] = c.value or ()
+            for r in entries:
+                if r.user_id != self.user:
+                    continue
+                for f_lo, f_hi, f in done_forgets:
+                    if f_hi < c.lo:
+                        makers = self.producers.get(r.id, ())
+                        if makers and all(p.hi < f_lo for p in makers):
+                            self.report(Guarantee.FORGET, f"forgotten:{r.id}",
+                                        f"{c} returns {short_id(r.id)}, written before {f} "
+                                        f"started", makers[0], f, c)
+                            break
+                if c.f != "search":
+                    continue
+                hit = self.covered_at.get(r.id)
+                if hit is not None and hit[0] < c.lo and not self.forget_between(hit[1].lo, c.hi):
+                    self.report(Guarantee.SEARCH, f"covered:{r.id}",
+                                f"{c} returns {self.who(r.id)}, covered by summary "
+                                f"{short_id(hit[2])} before the search started", hit[1], c)
+            if c.f != "search":
+                continue
+            query, k = c.arg
+            ids = content_ids.get(query)
+            if not ids or len(ids) != 1 or k < 2:
+                continue
+            (m,) = ids
+            a = first_ok.get(m)
+            if (a is None or a.end is None
+                    or a.end.time + self.staleness_ns >= c.inv.time
+                    or cover_lo.get(m, _INF) < c.hi or self.indeterminate_compact_lo < c.hi
+                    or self.forget_between(a.lo, c.hi)):
+                continue
+            if all(r.id != m for r in entries):
+                lag = (c.inv.time - a.end.time) / 1e9
+                self.report(Guarantee.SEARCH, f"search-miss:{c.lo}",
+                            f"{c} for the exact content of live {short_id(m)} misses it, "
+                            f"{lag:.3f} s after {a} returned (search_staleness "
+                            f"{self.staleness_ns / 1e9:g} s)", a, c)
+
+    def check_retries(self) -> None:
+        """G6: a retry with a message_id returns the existing entry or rejects a conflict."""
+        by_mid: dict[str, list[_C]] = {}
+        for c in self.appends:
+            if isinstance(c.arg, tuple) and c.arg[2] is not None and (c.ok or c.failed):
+                by_mid.setdefault(c.arg[2], []).append(c)
+        for calls in by_mid.values():
+            if len(calls) < 2:
+                continue
+            for i, a in enumerate(calls):
+                for b in calls[i + 1:]:
+                    if self.forget_between(min(a.lo, b.lo), max(a.hi, b.hi)):
+                        continue
+                    same = a.arg[:2] == b.arg[:2]
+                    if a.ok and b.ok:
+                        if not same:
+                            self.report(Guarantee.IDEMPOTENT_APPENDS, f"conflict:{b.lo}",
+                                        f"{a} and {b} reuse message_id {a.arg[2]!r} with "
+                                        f"different role or content, and both succeed", a, b)
+                        elif a.value.seq != b.value.seq:
+                            self.report(Guarantee.IDEMPOTENT_APPENDS, f"retry-seq:{b.lo}",
+                                        f"retry {b} of {a} returned seq {b.value.seq}, not the "
+                                        f"existing entry's {a.value.seq}", a, b)
+                    elif same and a.ok != b.ok:
+                        first, then = (a, b) if a.ok else (b, a)
+                        if first.hi < then.lo:
+                            self.report(Guarantee.IDEMPOTENT_APPENDS, f"retry-rejected:{then.lo}",
+                                        f"{then} retries {first} with the same role and content "
+                                        f"but was rejected", first, then)

@@ -1,0 +1,340 @@
+"""Seeded random workloads: concurrent clients hammering a store, recorded for the checker.
+
+A race shows only under the interleaving that triggers it, so the workload
+throws many small concurrent calls (appends with and without message ids,
+retries, conflicting retries, reads of many limits, searches, compactions,
+forgets) at a few users whose ids are built to collide in careless stores
+(``ann`` is a prefix of ``anna``; quotes, ``*``, ``:``, ``%``, braces). Every
+call lands in a :class:`History`; :func:`nomnesia.suite.checker.check` judges
+it afterwards, and a final quiescent phase adds ``recover()``, full reads and
+``consistent_state`` (G11).
+
+The seed fixes every decision a client makes (which call, which user, which
+arguments); with a deterministic store on one event loop it also fixes the
+interleaving, so ``NOMNESIA_SEED=N`` replays a failure exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .checker import Anomaly, check
+from .contract import Guarantee
+from .history import History, Rec
+
+__all__ = ["DEFAULT_USERS", "Mix", "Outcome", "Workload", "resolve_rounds", "resolve_seed",
+           "run", "run_rounds"]
+
+DEFAULT_USERS: tuple[str, ...] = ("ann", "anna", "Ann", "ann*", 'o\'b "q" {x}:%\\ 🙂')
+"""Ids that collide in stores that filter by prefix, pattern, case or query syntax."""
+
+_WORDS = ("apple", "berry", "cloud", "delta", "ember", "fjord", "grain", "harbor", "iris",
+          "jade", "kettle", "lumen", "moss", "nectar", "olive", "pearl", "quartz", "river",
+          "café", "naïve", "日本", "🙂", "tab\there", "line\nbreak")
+_FINAL_LIMIT = 100_000
+_FINAL_SEARCHES = 3
+
+
+@dataclass(frozen=True)
+class Mix:
+    """How often each call is made (weights) and how appends behave (probabilities)."""
+
+    append: float = 0.42
+    read: float = 0.28
+    search: float = 0.12
+    compact: float = 0.12
+    forget: float = 0.02
+    message_id: float = 0.3
+    """Share of appends that pass a message_id."""
+    retry: float = 0.4
+    """Chance that an append with a message_id is retried with the same arguments."""
+    conflict: float = 0.1
+    """Chance that it is then retried with other content (the store must reject it)."""
+    twin: float = 0.15
+    """Chance that the same message_id is then appended for another user (legal)."""
+    exact_search: float = 0.7
+    """Share of searches whose query is the content of a recent append."""
+    yield_: float = 0.5
+    """Chance that a client lets others run between two calls."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One round: ``ops`` calls by ``processes`` concurrent clients over ``users``."""
+
+    seed: int
+    ops: int = 500
+    processes: int = 6
+    users: tuple[str, ...] = DEFAULT_USERS
+    mix: Mix = field(default_factory=Mix)
+
+
+@dataclass
+class Outcome:
+    """A finished round: the history, what the checker found, and how to replay it."""
+
+    workload: Workload
+    history: History
+    anomalies: list[Anomaly]
+    keep_last: int
+    search_staleness: float
+    seconds: float
+    check_seconds: float = 0.0
+
+    def __bool__(self) -> bool:
+        return not self.anomalies
+
+    @property
+    def guarantee(self) -> Guarantee | None:
+        return self.anomalies[0].guarantee if self.anomalies else None
+
+    def counts(self) -> dict[str, int]:
+        done: dict[str, int] = {}
+        for op in self.history:
+            if op.type != "invoke":
+                key = f"{op.f}:{op.type}"
+                done[key] = done.get(key, 0) + 1
+        return dict(sorted(done.items()))
+
+    def report(self, first: int = 3) -> str:
+        """The failure message: first anomalies (each minimal), counts, and the replay line."""
+        lines = [str(a) for a in self.anomalies[:first]]
+        if len(self.anomalies) > first:
+            lines.append(f"... and {len(self.anomalies) - first} more anomalies")
+        calls = ", ".join(f"{k} {v}" for k, v in self.counts().items())
+        lines.append(f"history: {len(self.history)} ops ({calls}); keep_last={self.keep_last}, "
+                     f"search_staleness={self.search_staleness:g}")
+        lines.append(f"replay with NOMNESIA_SEED={self.workload.seed} "
+                     f"(or --nomnesia-seed {self.workload.seed})")
+        return "\n".join(lines)
+
+
+def resolve_seed(seed: int | None = None) -> int:
+    """The seed argument, else ``NOMNESIA_SEED``, else a fresh random one (print it!)."""
+    if seed is not None:
+        return seed
+    env = os.environ.get("NOMNESIA_SEED", "").strip()
+    if env:
+        return int(env)
+    return random.SystemRandom().randrange(2**32)
+
+
+def resolve_rounds(default: int) -> int:
+    """``NOMNESIA_ROUNDS`` scales the concurrency tests for slow or fast stores."""
+    env = os.environ.get("NOMNESIA_ROUNDS", "").strip()
+    return max(1, int(env)) if env else default
+
+
+class _Client:
+    """One concurrent client ("process" in Jepsen's terms) with its own seeded choices."""
+
+    def __init__(self, pid: int, store: Any, history: History, workload: Workload,
+                 slots: itertools.count[int]) -> None:
+        self.pid = pid
+        self.store = store
+        self.history = history
+        self.workload = workload
+        self.mix = workload.mix
+        self.slots = slots
+        self.rng = random.Random(f"{workload.seed}/{pid}")
+        self.n = 0
+        self.recent: dict[str, list[str]] = {}
+
+    async def call(self, f: str, user: str, value: Any,
+                   make: Callable[[], Awaitable[Any]]) -> str:
+        """Run and record one call; ``fail``/``info`` are outcomes, not errors, here."""
+        try:
+            async with self.history.record(self.pid, f, user, value) as c:
+                c.set(await make())
+        except (ValueError, TypeError):
+            return "fail"
+        except Exception:
+            # Indeterminate: SPEC G10 promises the guarantees again after recover().
+            try:
+                async with self.history.record(self.pid, "recover", "", None):
+                    await self.store.recover()
+            except Exception:  # recorded as info; the checker stays lenient
+                pass
+            return "info"
+        return "ok"
+
+    def content(self, user: str) -> str:
+        self.n += 1
+        words = " ".join(self.rng.choice(_WORDS) for _ in range(self.rng.randint(1, 4)))
+        text = f"p{self.pid} n{self.n} {words}"
+        recent = self.recent.setdefault(user, [])
+        recent.append(text)
+        del recent[:-8]
+        return text
+
+    async def append(self, user: str) -> None:
+        role = self.rng.choice(("user", "assistant", "system", "tool"))
+        content = self.content(user)
+        mid: str | None = None
+        if self.rng.random() < self.mix.message_id:
+            mid = f"m:{self.pid}/{self.n} *\"{{x}}%"
+        append = self.store.append_message
+        await self.call("append", user, (role, content, mid),
+                        lambda: append(user, role, content, message_id=mid))
+        if mid is None:
+            return
+        if self.rng.random() < self.mix.retry:
+            await self.call("append", user, (role, content, mid),
+                            lambda: append(user, role, content, message_id=mid))
+        if self.rng.random() < self.mix.conflict:
+            other = content + " (edited)"
+            await self.call("append", user, (role, other, mid),
+                            lambda: append(user, role, other, message_id=mid))
+        if self.rng.random() < self.mix.twin:
+            twin = self.rng.choice([u for u in self.workload.users if u != user] or [user])
+            twin_content = self.content(twin)
+            await self.call("append", twin, (role, twin_content, mid),
+                            lambda: append(twin, role, twin_content, message_id=mid))
+
+    async def one(self) -> None:
+        m = self.mix
+        f = self.rng.choices(("append", "read", "search", "compact", "forget"),
+                             (m.append, m.read, m.search, m.compact, m.forget))[0]
+        user = self.rng.choice(self.workload.users)
+        store = self.store
+        if f == "append":
+            await self.append(user)
+        elif f == "read":
+            keep = int(getattr(store, "keep_last", 4))
+            limit = self.rng.choice((1, 2, 3, keep, keep + 1, 5, 10, 50, 1000))
+            await self.call("read", user, limit, lambda: store.get_history(user, limit))
+        elif f == "search":
+            recent = self.recent.get(user)
+            if recent and self.rng.random() < m.exact_search:
+                query = self.rng.choice(recent)
+            else:
+                query = self.rng.choice(_WORDS)
+            k = self.rng.choice((1, 2, 3, 5, 10))
+            await self.call("search", user, (query, k), lambda: store.search(user, query, k))
+        elif f == "compact":
+            await self.call("compact", user, None, lambda: store.compact(user))
+        else:
+            await self.call("forget", user, None, lambda: store.forget(user))
+
+    async def loop(self) -> None:
+        while next(self.slots) < self.workload.ops:
+            await self.one()
+            if self.rng.random() < self.mix.yield_:
+                await asyncio.sleep(0)  # scheduling, not waiting: let another client in
+
+
+async def _quiesce(store: Any, history: History, workload: Workload) -> list[Anomaly]:
+    """After the storm: recover twice, read everything, search, and ask consistent_state."""
+    client = _Client(workload.processes, store, history, workload, itertools.count())
+    for _ in range(2):
+        await client.call("recover", "", None, store.recover)
+    staleness = float(getattr(store, "search_staleness", 0.0))
+    found: list[Anomaly] = []
+    for user in workload.users:
+        final: list[Rec] = []
+
+        async def read(user: str = user) -> list[Any]:
+            result: list[Any] = await store.get_history(user, _FINAL_LIMIT)
+            final.extend(
+                Rec(e.id, e.seq, e.role, tuple(e.covers), e.user_id) for e in result)
+            return result
+
+        await client.call("read", user, _FINAL_LIMIT, read)
+        messages = [r for r in final if r.role != "summary"][-_FINAL_SEARCHES:]
+        contents = {e.id: e.content for e in await _entries(store, user)}
+        for r in messages:
+            query = contents.get(r.id)
+            if query is not None:
+                await _search_until_found(client, user, query, r.id, staleness)
+        try:
+            report = await store.consistent_state(user)
+        except Exception as exc:
+            found.append(Anomaly(Guarantee.QUIESCENT_CONSISTENCY,
+                                 f"consistent_state({user!r}) raised {type(exc).__name__}: "
+                                 f"{exc} at quiescence", []))
+            continue
+        if not report:
+            found.append(Anomaly(Guarantee.QUIESCENT_CONSISTENCY,
+                                 f"consistent_state({user!r}) is falsy at quiescence: {report}",
+                                 []))
+    return found
+
+
+async def _entries(store: Any, user: str) -> list[Any]:
+    # Contents are not part of the recorded history, so read them once more, unrecorded.
+    try:
+        result: list[Any] = await store.get_history(user, _FINAL_LIMIT)
+    except Exception:
+        return []
+    return result
+
+
+async def _search_until_found(client: _Client, user: str, query: str, entry_id: str,
+                              staleness: float) -> None:
+    """Poll search for up to ``search_staleness``: every attempt is recorded and judged."""
+    deadline = time.monotonic() + staleness
+    pause = 0.002
+    while True:
+        hits: list[str] = []
+
+        async def search() -> list[Any]:
+            result: list[Any] = await client.store.search(user, query, 5)
+            hits.extend(e.id for e in result)
+            return result
+
+        outcome = await client.call("search", user, (query, 5), search)
+        if outcome != "ok" or entry_id in hits or time.monotonic() > deadline:
+            return
+        await asyncio.sleep(pause)  # bounded polling up to the store's declared staleness
+        pause = min(pause * 2, 0.05)
+
+
+async def run(store: Any, workload: Workload) -> Outcome:
+    """Run one round against an open, empty store and judge it."""
+    history = History()
+    slots = itertools.count()
+    started = time.monotonic()
+    clients = [_Client(pid, store, history, workload, slots) for pid in range(workload.processes)]
+    await asyncio.gather(*(c.loop() for c in clients))
+    g11 = await _quiesce(store, history, workload)
+    seconds = time.monotonic() - started
+    keep_last = int(store.keep_last)
+    staleness = float(store.search_staleness)
+    checked = time.monotonic()
+    anomalies = check(history, keep_last=keep_last, search_staleness=staleness)
+    return Outcome(workload, history, anomalies + g11, keep_last, staleness, seconds,
+                   time.monotonic() - checked)
+
+
+StoreFactory = Callable[[], AbstractAsyncContextManager[Any]]
+
+
+async def run_rounds(factory: StoreFactory, workload: Workload, rounds: int) -> list[Outcome]:
+    """``rounds`` rounds, each on a fresh store with its own derived seed; stops at the first failure.
+
+    The derived seeds come from ``workload.seed``, so one number replays them all.
+    """
+    outcomes = []
+    for i in range(rounds):
+        this = replace(workload, seed=workload.seed * 1000 + i)
+        async with _open(factory) as store:
+            outcome = await run(store, this)
+        outcome.workload = replace(this, seed=workload.seed)
+        outcomes.append(outcome)
+        if not outcome:
+            break
+    return outcomes
+
+
+@asynccontextmanager
+async def _open(factory: StoreFactory) -> AsyncIterator[Any]:
+    async with factory() as store:
+        yield store
