@@ -1,0 +1,181 @@
+"""The PostgreSQL archive, the pgvector index and the pgvector stack, on the real engine.
+
+What only a real PostgreSQL can show: NUL and hostile ids as bound data, the
+per-user row lock, a query stuck behind a lock timing out with the backend
+named, and a stack that leaves no schema and no key behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import pytest
+import redis.asyncio as aioredis
+from nomnesia.adapters import open_store
+from nomnesia.adapters.archive import StalePrefix
+from nomnesia.adapters.postgres import PgVectorIndex, PostgresArchive, create_pool, drop_schema
+from nomnesia.adapters.stacks import open_pgvector
+from nomnesia.adapters.text import HashingEmbedder
+from nomnesia.suite.contract import SUMMARY_ROLE, Entry
+from nomnesia.suite.errors import BackendTimeout, BackendUnavailable
+
+HOSTILE = ["x'; DROP TABLE entries; --", "%s", "a\\b", "*", "{u}", "ann", "anna", "🙂 \n\t"]
+
+
+@pytest.fixture
+async def tiers(engines: Any) -> AsyncIterator[tuple[PostgresArchive, PgVectorIndex]]:
+    pool = await create_pool(engines.url("postgres"))
+    schema = f"nm_{secrets.token_hex(8)}"
+    archive, index = PostgresArchive(pool, schema), PgVectorIndex(pool, schema, dim=16)
+    await archive.create()
+    await index.create()
+    try:
+        yield archive, index
+    finally:
+        await drop_schema(pool, schema)
+        await pool.close()
+
+
+async def test_archive_round_trips_nul_and_hostile_ids(
+        tiers: tuple[PostgresArchive, PgVectorIndex]) -> None:
+    archive, _ = tiers
+    for user in HOSTILE:
+        entry, outbox = await archive.append(user, f"id\x00{user}", "user", f"c\x00{user}")
+        assert outbox is not None and entry.seq == 1
+    for user in HOSTILE:
+        (entry,) = await archive.live(user)
+        assert (entry.id, entry.content, entry.user_id) == (f"id\x00{user}", f"c\x00{user}", user)
+    again, outbox = await archive.append("ann", "id\x00ann", "user", "c\x00ann")
+    assert outbox is None and again.seq == 1
+    with pytest.raises(ValueError):
+        await archive.append("ann", "id\x00ann", "user", "different")
+    assert len(await archive.live("ann")) == 1
+
+
+async def test_compaction_checks_the_live_prefix(
+        tiers: tuple[PostgresArchive, PgVectorIndex]) -> None:
+    archive, _ = tiers
+    entries = [(await archive.append("u", f"m{i}", "user", f"c{i}"))[0] for i in range(4)]
+    summary = Entry("summary-1", "u", entries[1].seq, SUMMARY_ROLE, "s", ("m0", "m1"))
+    await archive.commit_compaction("u", entries[:2], summary)
+    with pytest.raises(StalePrefix):  # same prefix again: no longer live
+        await archive.commit_compaction("u", entries[:2], summary)
+    assert [e.id for e in await archive.live("u")] == ["summary-1", "m2", "m3"]
+    assert [e.id for e in await archive.tail("u", 2)] == ["m2", "m3"]
+    among = await archive.live_among("u", ["m0", "m3"], "c2")
+    assert sorted(e.id for e in among) == ["m2", "m3"]  # m0 is covered
+    with pytest.raises(ValueError):
+        await archive.append("u", "summary-1", "user", "x")
+
+
+async def test_forget_keeps_nothing_and_pending_is_per_user(
+        tiers: tuple[PostgresArchive, PgVectorIndex]) -> None:
+    archive, _ = tiers
+    _, ob1 = await archive.append("ann", "a", "user", "x")
+    _, ob2 = await archive.append("bob", "b", "user", "y")
+    assert [u for _, u in await archive.pending("ann")] == ["ann"]
+    ob = await archive.forget("ann")
+    assert await archive.pending("ann") == [(ob, "ann")]
+    await archive.clear([ob])
+    assert await archive.pending("ann") == [] and await archive.live("ann") == []
+    assert ob1 is not None and ob2 is not None
+    await archive.clear([ob2], lazy=True)  # folded into the next write
+    await archive.append("bob", "c", "user", "z")
+    assert (ob2, "bob") not in await archive.pending()
+
+
+async def test_pgvector_index_is_exact_and_per_user(
+        tiers: tuple[PostgresArchive, PgVectorIndex]) -> None:
+    _, index = tiers
+    embed = HashingEmbedder(16)
+    texts = [f"text {i}" for i in range(10)]
+    for user in ("ann", "anna"):
+        entries = [Entry(f"{user}{i}", user, i, "user", t) for i, t in enumerate(texts)]
+        await index.upsert(entries, embed.embed(texts))
+        await index.upsert(entries[:2], embed.embed(texts[:2]))  # idempotent
+    assert (await index.query("ann", embed.embed_one("text 7"), 3))[0] == "ann7"
+    assert all(i.startswith("ann") and not i.startswith("anna")
+               for i in await index.query("ann", embed.embed_one("text 7"), 20))
+    await index.delete("ann", ["ann7", "nope"])
+    assert "ann7" not in await index.ids("ann") and len(await index.ids("anna")) == 10
+    await index.delete_user("ann")
+    assert await index.ids("ann") == set() and len(await index.ids("anna")) == 10
+
+
+async def test_stack_leaves_no_schema_and_no_key(engines: Any) -> None:
+    async with open_store("pgvector", provider=engines) as store:
+        namespace = store.archive._schema  # type: ignore[attr-defined]
+        await store.append_message("ann", "user", "x")
+        await store.compact("ann")
+    with psycopg.connect(engines.url("postgres")) as conn:
+        rows = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (namespace,))
+        assert rows.fetchall() == []
+    client = aioredis.Redis.from_url(engines.url("redis"))
+    try:
+        assert [k async for k in client.scan_iter(match=f"{namespace}:*")] == []
+    finally:
+        await client.aclose()
+
+
+async def test_a_backend_stuck_behind_a_lock_times_out_naming_postgres(engines: Any) -> None:
+    async with open_pgvector(provider=engines, timeout=0.5) as store:
+        await store.append_message("ann", "user", "first")
+        schema = store.archive._schema  # type: ignore[attr-defined]
+        async with await psycopg.AsyncConnection.connect(engines.url("postgres")) as blocker:
+            await blocker.execute(f"SELECT 1 FROM {schema}.users WHERE uid = %s FOR UPDATE",
+                                  ("ann",))  # holds the user's row in an open transaction
+            started = time.monotonic()
+            with pytest.raises(BackendTimeout, match="'postgres'"):
+                await store.append_message("ann", "user", "second", message_id="second")
+            assert time.monotonic() - started < 3
+            await blocker.rollback()
+        await store.recover()
+        history = await store.get_history("ann")
+        assert history[0].content == "first"
+        assert len([e for e in history if e.id == "second"]) <= 1  # once or not at all
+        assert await store.consistent_state("ann")
+        again = await store.append_message("ann", "user", "second", message_id="second")
+        assert [e.id for e in await store.get_history("ann")][-1] == again.id
+
+
+async def test_a_redis_that_is_down_is_named(engines: Any) -> None:
+    from nomnesia.adapters.redis_log import RedisLog
+
+    async with open_pgvector(provider=engines, timeout=0.5) as store:
+        real = store.log
+        store.log = RedisLog("redis://127.0.0.1:9/0", "nm_down", timeout=0.5)
+        try:
+            started = time.monotonic()
+            with pytest.raises(BackendUnavailable, match="'redis'"):
+                await store.append_message("ann", "user", "x", message_id="x")
+            assert time.monotonic() - started < 3
+        finally:
+            await store.log.aclose()
+            store.log = real
+        await store.recover()
+        assert [e.id for e in await store.get_history("ann")] == ["x"]
+        assert await store.consistent_state("ann")
+
+
+async def test_concurrent_users_on_real_engines(engines: Any) -> None:
+    async with open_pgvector(provider=engines, keep_last=3) as store:
+        async def user(n: int) -> list[str]:
+            ids = []
+            for i in range(15):
+                ids.append((await store.append_message(f"user {n}", "user", f"m{i}")).id)
+                if i % 5 == 4:
+                    await store.compact(f"user {n}")
+            return ids
+
+        results = await asyncio.gather(*(user(n) for n in range(8)))
+        for n, ids in enumerate(results):
+            accounted: list[str] = []
+            for e in await store.get_history(f"user {n}", 100):
+                accounted.extend(e.covers if e.role == SUMMARY_ROLE else (e.id,))
+            assert accounted == ids
+            assert await store.consistent_state(f"user {n}")
