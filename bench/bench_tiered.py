@@ -1,0 +1,189 @@
+"""Benchmark: TieredMemoryStore stacks against the raw engine writes one append needs.
+
+    python bench/bench_tiered.py [--stacks pgvector,qdrant] [--n 300] [--users 8]
+
+One row per registered stack that runs on engines (all of them by default),
+on one shared set of embedded engines (or NOMNESIA_BACKENDS). For each stack:
+append / get_history / search / compact latency (p50, p99), append throughput
+with ``--users`` concurrent users, and the same numbers for the raw writes an
+append is made of: a PostgreSQL INSERT (autocommit), a Redis/Valkey RPUSH and
+the stack's own VectorIndex.upsert of one entry. ``ratio`` is the store's
+append p50 over the sum of the raw p50s (the target is <= 1.5).
+
+Not a test: it prints numbers and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import secrets
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from nomnesia.adapters import ADAPTERS, MissingDependency, open_store
+from nomnesia.adapters.engines import get_provider
+from nomnesia.adapters.postgres import create_pool, drop_schema
+from nomnesia.adapters.text import HashingEmbedder
+from nomnesia.suite.contract import Entry
+from redis.asyncio import Redis
+
+Op = Callable[[int], Awaitable[Any]]
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000.0
+
+
+async def timed(op: Op, n: int) -> list[float]:
+    samples = []
+    for i in range(n):
+        started = time.perf_counter()
+        await op(i)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+async def throughput(op: Callable[[int, int], Awaitable[Any]], users: int, per_user: int) -> float:
+    async def run(u: int) -> None:
+        for i in range(per_user):
+            await op(u, i)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(run(u) for u in range(users)))
+    return users * per_user / (time.perf_counter() - started)
+
+
+def content(i: int) -> str:
+    return f"message number {i}: the user said something worth remembering about topic {i % 17}"
+
+
+async def bench_stack(name: str, provider: Any, n: int, users: int) -> dict[str, float]:
+    spec = ADAPTERS[name]
+    log_engine = "valkey" if "valkey" in spec.engines else "redis"
+    urls = await asyncio.to_thread(provider.urls, "postgres", log_engine)
+    tag = secrets.token_hex(4)
+    out: dict[str, float] = {}
+    async with open_store(name, provider=provider, keep_last=4) as store:
+        # warm up connections and prepared statements
+        for i in range(20):
+            await store.append_message(f"warm-{tag}", "user", content(i))
+
+        lat = await timed(lambda i: store.append_message(f"u{i % users}-{tag}", "user",
+                                                         content(i)), n)
+        out["append_p50"], out["append_p99"] = pct(lat, 0.5), pct(lat, 0.99)
+        lat = await timed(lambda i: store.get_history(f"u{i % users}-{tag}", 10), n)
+        out["history_p50"], out["history_p99"] = pct(lat, 0.5), pct(lat, 0.99)
+        lat = await timed(lambda i: store.search(f"u{i % users}-{tag}", content(i), 5), n)
+        out["search_p50"], out["search_p99"] = pct(lat, 0.5), pct(lat, 0.99)
+
+        async def compact_one(i: int) -> None:
+            user = f"c{i}-{tag}"
+            for j in range(12):
+                await store.append_message(user, "user", content(j))
+            started = time.perf_counter()
+            await store.compact(user)
+            compact_lat.append(time.perf_counter() - started)
+
+        compact_lat: list[float] = []
+        for i in range(max(10, n // 20)):
+            await compact_one(i)
+        out["compact_p50"], out["compact_p99"] = pct(compact_lat, 0.5), pct(compact_lat, 0.99)
+        out["append_per_s"] = await throughput(
+            lambda u, i: store.append_message(f"t{u}-{tag}", "user", content(i)), users, n // users)
+
+        # the raw writes of one append, on the same engines
+        index = store.index  # type: ignore[attr-defined]
+        embed = HashingEmbedder(index.dim)
+        pool = await create_pool(urls["postgres"], max_size=users)
+        schema = f"nm_{secrets.token_hex(8)}"
+        redis: Redis = Redis.from_url(urls[log_engine])
+        try:
+            async with pool.connection() as conn:
+                await conn.execute(f"CREATE SCHEMA {schema}")
+                await conn.execute(f"CREATE TABLE {schema}.raw (uid text, id bytea, seq bigint, "
+                                   "role text, content bytea)")
+            insert = f"INSERT INTO {schema}.raw VALUES (%s, %s, %s, %s, %s)"
+
+            async def pg(i: int) -> None:
+                async with pool.connection() as conn:
+                    await conn.execute(insert, (f"raw{i % users}", secrets.token_bytes(16), i,
+                                                "user", content(i).encode()))
+
+            async def rpush(i: int) -> None:
+                await redis.rpush(f"{schema}:raw{i % users}", content(i))
+
+            async def upsert(i: int) -> None:
+                entry = Entry(secrets.token_hex(16), f"raw-{tag}", i, "user", content(i))
+                await index.upsert([entry], embed.embed([entry.content]))
+
+            for op in (pg, rpush, upsert):
+                await timed(op, 20)  # warm up
+            for key, op in (("raw_pg", pg), ("raw_log", rpush), ("raw_index", upsert)):
+                lat = await timed(op, n)
+                out[f"{key}_p50"] = pct(lat, 0.5)
+
+            async def raw_append(u: int, i: int) -> None:
+                await pg(u * n + i)
+                await rpush(u * n + i)
+                await upsert(u * n + i)
+
+            out["raw_per_s"] = await throughput(raw_append, users, n // users)
+        finally:
+            await drop_schema(pool, schema)
+            await pool.close()
+            async for key in redis.scan_iter(match=f"{schema}:*"):
+                await redis.unlink(key)
+            await redis.aclose()
+    raw = out["raw_pg_p50"] + out["raw_log_p50"] + out["raw_index_p50"]
+    out["raw_sum_p50"] = raw
+    out["ratio"] = out["append_p50"] / raw
+    return out
+
+
+COLUMNS = [("append_p50", "append p50"), ("append_p99", "p99"), ("history_p50", "history p50"),
+           ("history_p99", "p99"), ("search_p50", "search p50"), ("search_p99", "p99"),
+           ("compact_p50", "compact p50"), ("compact_p99", "p99"), ("raw_pg_p50", "raw pg"),
+           ("raw_log_p50", "raw log"), ("raw_index_p50", "raw index"),
+           ("raw_sum_p50", "raw sum"), ("ratio", "ratio"), ("append_per_s", "appends/s"),
+           ("raw_per_s", "raw/s")]
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stacks", default="", help="comma-separated; default: every engine stack")
+    parser.add_argument("--n", type=int, default=300, help="operations per measurement")
+    parser.add_argument("--users", type=int, default=8, help="concurrent users for throughput")
+    args = parser.parse_args()
+    names = [s for s in args.stacks.split(",") if s] or [
+        name for name, spec in ADAPTERS.items() if spec.engines]
+    provider = get_provider()
+    rows: dict[str, dict[str, float]] = {}
+    try:
+        for name in names:
+            try:
+                ADAPTERS[name].load()
+                rows[name] = await bench_stack(name, provider, args.n, args.users)
+            except (MissingDependency, Exception) as exc:  # one broken stack must not hide the rest
+                print(f"{name}: skipped ({type(exc).__name__}: {exc})")
+    finally:
+        await asyncio.to_thread(provider.close)
+    print(f"\nlatency in ms (n={args.n}), throughput with {args.users} concurrent users; "
+          "ratio = append p50 / raw sum p50 (target <= 1.5)")
+    header = f"{'stack':<12}" + "".join(f"{title:>12}" for _, title in COLUMNS)
+    print(header)
+    print("-" * len(header))
+    for name, row in rows.items():
+        cells = "".join(f"{row[key]:>12.2f}" if key != "append_per_s" and key != "raw_per_s"
+                        else f"{row[key]:>12.0f}" for key, _ in COLUMNS)
+        print(f"{name:<12}{cells}")
+    if rows:
+        print(f"\n(median of raw p50 sum over stacks: "
+              f"{statistics.median(r['raw_sum_p50'] for r in rows.values()):.2f} ms)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
