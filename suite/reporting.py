@@ -1,0 +1,391 @@
+"""The suite's machine-readable report: one JSON file per run, read by ``nomnesia report``.
+
+A red test is only useful across adapters if it says which promise broke, so
+every test is recorded with the guarantees it exercises (its ``guarantee``
+marks, or a ``g7`` in its name) and the guarantees its failure names (suite
+failure messages start with ``G7 atomic compaction:`` or ``Inputs:``).
+
+Under pytest-xdist the workers run the tests and the controller writes the
+file: workers annotate each report's ``user_properties`` (which xdist forwards),
+and the controller's ``pytest_runtest_logreport`` sees every forwarded report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import inspect
+import json
+import os
+import platform
+import re
+import sys
+import time
+import types
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .contract import Guarantee
+
+__all__ = [
+    "FORMAT",
+    "GUARANTEE_KEYS",
+    "JsonReporter",
+    "add_options",
+    "configure",
+    "failed_guarantees",
+    "failure_text",
+    "guarantee_key",
+]
+
+FORMAT = "nomnesia-suite-report/1"
+PLUGIN_NAME = "nomnesia-json-report"
+ANNOTATOR_NAME = "nomnesia-json-annotator"
+PROPERTY = "nomnesia_guarantees"
+MARK_NAMES = ("guarantee", "guarantees", "nomnesia_guarantee")
+
+_NUMBERED = sorted((g for g in Guarantee if g.number), key=lambda g: g.number)
+GUARANTEE_KEYS: tuple[str, ...] = (*(f"G{g.number}" for g in _NUMBERED), "Inputs")
+"""Column order of every matrix: G1..G12, then the Inputs section."""
+
+_TITLES = {g.number: g.title for g in _NUMBERED}
+# A failure message starts with the guarantee; in a traceback it follows "E   "
+# and possibly the exception type ("AssertionError: G7 atomic compaction: ...").
+_MESSAGE = re.compile(
+    r"^(?:E\s+)?(?:\|\s*)?(?:(?:[a-z_]\w*\.)*[A-Z]\w*: )?(?:G(\d{1,2}) ([a-z ]+)|(Inputs)):", re.M)
+# The suite's harness (opening stores, timeouts) names G12 for every test; it
+# is machinery, not a check, so references inside it do not count.
+_HARNESS = frozenset({f"{__package__}._run"})
+_WORKER = re.compile(r"^\[gw\d+\] ")
+_NAME_G = re.compile(r"(?:^|[_/\[.-])g(\d{1,2})(?=$|[_\].-])", re.I)
+
+
+def guarantee_key(value: object) -> str | None:
+    """``"G7"`` or ``"Inputs"`` for a Guarantee, number or label; None if it names none."""
+    if isinstance(value, Guarantee):
+        return f"G{value.number}" if value.number else "Inputs"
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return f"G{value}" if value in _TITLES else ("Inputs" if value == 0 else None)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower().startswith("inputs"):
+            return "Inputs"
+        match = re.match(r"G?(\d{1,2})\b", text, re.I)
+        if match and int(match.group(1)) in _TITLES:
+            return f"G{int(match.group(1))}"
+        for g in _NUMBERED:
+            if text.lower() == g.title or text.upper() == g.name:
+                return f"G{g.number}"
+    return None
+
+
+def _ordered(keys: Iterable[str]) -> list[str]:
+    present = set(keys)
+    return [k for k in GUARANTEE_KEYS if k in present]
+
+
+def failed_guarantees(text: str) -> list[str]:
+    """The guarantees a failure's text names, in column order.
+
+    Only a line that *starts* a message counts, and the title must be the
+    guarantee's own, so a printed history or a source line cannot fake one.
+    """
+    found: set[str] = set()
+    for match in _MESSAGE.finditer(text):
+        if match.group(3):
+            found.add("Inputs")
+            continue
+        number = int(match.group(1))
+        if _TITLES.get(number) == match.group(2).strip():
+            found.add(f"G{number}")
+    return _ordered(found)
+
+
+def failure_text(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    parts: list[str] = []
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None and getattr(crash, "message", None):
+        parts.append(str(crash.message))
+    if isinstance(longrepr, str):
+        parts.append(longrepr)
+    else:
+        parts.append(report.longreprtext)
+    return "\n".join(parts)
+
+
+def _first_line(report: pytest.TestReport) -> str:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    message = str(getattr(crash, "message", "") or "")
+    if not message:
+        message = report.longreprtext.strip()
+    if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+        message = str(report.longrepr[2])  # a skip: (path, line, reason)
+    # xdist prefixes a plain-text longrepr with the worker ("[gw0] linux -- Python ...").
+    lines = [ln for ln in message.strip().splitlines() if ln.strip() and not _WORKER.match(ln)]
+    return lines[0][:500] if lines else ""
+
+
+def _exercised(item: pytest.Item) -> list[str]:
+    """The guarantees a test checks: its marks, else the Guarantees its code refers to.
+
+    The code is read from the function's bytecode names, following the suite's
+    own helpers a few calls deep, so a test that calls ``expect(..., G7, ...)``
+    or a shared checker counts without any bookkeeping in the suite.
+    """
+    keys: set[str] = set()
+    for name in MARK_NAMES:
+        for mark in item.iter_markers(name):
+            for arg in (*mark.args, *mark.kwargs.values()):
+                values = arg if isinstance(arg, (list, tuple, set, frozenset)) else (arg,)
+                keys.update(k for v in values if (k := guarantee_key(v)))
+    if keys:
+        return _ordered(keys)
+    function = getattr(item, "function", None)
+    if callable(function):
+        keys.update(_referenced(function, getattr(item, "cls", None), depth=3, seen=set()))
+    if not keys:
+        keys.update(f"G{int(m.group(1))}" for m in _NAME_G.finditer(item.nodeid)
+                    if int(m.group(1)) in _TITLES)
+        if re.search(r"(?:^|[/_])inputs?(?:[_.]|$)", item.nodeid.split("::")[0], re.I):
+            keys.add("Inputs")
+    return _ordered(keys)
+
+
+def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
+
+
+def _referenced(function: Callable[..., object], cls: type | None, *, depth: int,
+                seen: set[int]) -> set[str]:
+    function = inspect.unwrap(function)
+    code = getattr(function, "__code__", None)
+    if code is None or id(code) in seen:
+        return set()
+    seen.add(id(code))
+    namespace: Mapping[str, object] = getattr(function, "__globals__", {})
+    found: set[str] = set()
+    for sub in _codes(code):
+        names = set(sub.co_names)
+        if "Guarantee" in names:
+            found.update(f"G{g.number}" if g.number else "Inputs"
+                         for g in Guarantee if g.name in names)
+        for name in names:
+            value = namespace.get(name)
+            if value is None and cls is not None:
+                value = inspect.getattr_static(cls, name, None)
+                value = getattr(value, "__func__", value)
+            if isinstance(value, Guarantee):
+                found.add(guarantee_key(value) or "")
+            elif (depth > 0 and inspect.isfunction(value)
+                  and str(getattr(value, "__module__", "")).startswith(f"{__package__}.")
+                  and value.__module__ not in _HARNESS):
+                found |= _referenced(value, cls, depth=depth - 1, seen=seen)
+    found.discard("")
+    return found
+
+
+class JsonReporter:
+    """Collects every test's outcome on the process that owns the session's output."""
+
+    def __init__(self, config: pytest.Config, path: str | os.PathLike[str]) -> None:
+        self.config = config
+        self.path = Path(path)
+        self.tests: dict[str, dict[str, Any]] = {}
+        self.started = time.time()
+        self.clock = time.monotonic()
+
+    # pytest hooks -------------------------------------------------------
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.started = time.time()
+        self.clock = time.monotonic()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        entry = self.tests.setdefault(report.nodeid, {
+            "nodeid": report.nodeid, "outcome": "passed", "duration": 0.0,
+            "guarantees": [], "failed_guarantees": [], "message": "",
+        })
+        entry["duration"] = round(entry["duration"] + float(report.duration or 0.0), 6)
+        for key, value in report.user_properties:
+            if key == PROPERTY and isinstance(value, (list, tuple)):
+                entry["guarantees"] = _ordered([*entry["guarantees"], *map(str, value)])
+        outcome = _outcome(report)
+        if outcome is None:
+            return
+        if _RANK[outcome] >= _RANK[entry["outcome"]]:
+            entry["outcome"] = outcome
+            entry["message"] = "" if outcome == "passed" else _first_line(report)
+        if report.failed:
+            named = failed_guarantees(failure_text(report))
+            entry["failed_guarantees"] = _ordered([*entry["failed_guarantees"], *named])
+            entry["guarantees"] = _ordered([*entry["guarantees"], *named])
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode
+                             ) -> None:
+        data = build_report(self.config, list(self.tests.values()), started=self.started,
+                            duration=time.monotonic() - self.clock, exitstatus=int(exitstatus))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.replace(self.path)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.write_line(f"nomnesia: JSON report written to {self.path}")
+
+
+_RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "xpassed": 2, "failed": 3, "error": 4}
+
+
+def _outcome(report: pytest.TestReport) -> str | None:
+    """The phase's contribution to the test's outcome; None for a passing setup/teardown."""
+    if hasattr(report, "wasxfail"):
+        return "xfailed" if report.skipped else "xpassed"
+    if report.when == "call":
+        return str(report.outcome)
+    if report.failed:
+        return "error"
+    if report.skipped:
+        return "skipped"
+    return None
+
+
+def _iso(stamp: float) -> str:
+    return _dt.datetime.fromtimestamp(stamp, _dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _option(config: pytest.Config, name: str) -> Any:
+    try:
+        return config.getoption(name)
+    except ValueError:
+        return None
+
+
+def run_metadata(config: pytest.Config) -> dict[str, Any]:
+    """Who was tested, where, and with what: the row label of ``nomnesia report``."""
+    adapter = _option(config, "--adapter")
+    store = _option(config, "--store")
+    seed = _option(config, "--nomnesia-seed")
+    if seed is None:
+        seed = getattr(sys.modules.get(f"{__package__}._run"), "settings", None)
+        seed = getattr(seed, "seed", None) or os.environ.get("NOMNESIA_SEED")
+    engines: list[str] = []
+    if adapter:
+        try:
+            from nomnesia.adapters import ADAPTERS
+
+            spec = ADAPTERS.get(str(adapter))
+            engines = list(spec.engines) if spec else []
+        except Exception:  # metadata must never break a run
+            engines = []
+    workers = _option(config, "numprocesses")
+    return {
+        "adapter": str(adapter) if adapter else None,
+        "store": str(store) if store else (f"nomnesia.adapters:{adapter}" if adapter else None),
+        "label": str(adapter or store or "unknown"),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(terse=True),
+        "backends": _option(config, "--backends") or os.environ.get("NOMNESIA_BACKENDS", "auto"),
+        "engines": engines,
+        "seed": str(seed) if seed is not None else None,
+        "pytest": pytest.__version__,
+        "argv": list(config.invocation_params.args),
+        "workers": workers if isinstance(workers, int) else None,
+        "executable": sys.executable,
+    }
+
+
+def build_report(config: pytest.Config, tests: list[dict[str, Any]], *, started: float,
+                 duration: float, exitstatus: int) -> dict[str, Any]:
+    tests = sorted(tests, key=lambda t: str(t["nodeid"]))
+    summary: dict[str, int] = {}
+    for test in tests:
+        summary[test["outcome"]] = summary.get(test["outcome"], 0) + 1
+    return {
+        "format": FORMAT,
+        "meta": {**run_metadata(config), "started": _iso(started),
+                 "finished": _iso(time.time()), "duration": round(duration, 3),
+                 "exitstatus": exitstatus},
+        "summary": summary,
+        "guarantees": guarantee_verdicts(tests),
+        "tests": tests,
+    }
+
+
+def guarantee_verdicts(tests: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per guarantee: tests that exercised it, how many failed on it, the first to fail."""
+    verdicts: dict[str, dict[str, Any]] = {
+        key: {"verdict": "not exercised", "tests": 0, "failed": 0, "first_failure": None}
+        for key in GUARANTEE_KEYS}
+    for test in tests:
+        failed = set(test.get("failed_guarantees", ()))
+        for key in set(test.get("guarantees", ())) | failed:
+            cell = verdicts[key]
+            cell["tests"] += 1
+            if key in failed:
+                cell["failed"] += 1
+                cell["first_failure"] = cell["first_failure"] or test["nodeid"]
+            elif test.get("outcome") in ("failed", "error"):
+                cell["unattributed_failures"] = cell.get("unattributed_failures", 0) + 1
+    for cell in verdicts.values():
+        if cell["failed"]:
+            cell["verdict"] = "fail"
+        elif cell["tests"]:
+            cell["verdict"] = "pass"
+    return verdicts
+
+
+# Worker side: annotate every report with the guarantees its test exercises.
+
+class _Annotator:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if report.when == "setup":
+            keys = _exercised(item)
+            if keys:
+                report.user_properties.append((PROPERTY, keys))
+        return report
+
+
+def add_options(group: pytest.OptionGroup) -> None:
+    """Add ``--nomnesia-json PATH``; safe to call twice (plugin.py and ``-p`` both may)."""
+    parser = getattr(group, "parser", None)
+    if parser is not None:
+        if getattr(parser, "_nomnesia_json_added", False):
+            return
+        parser._nomnesia_json_added = True
+    with contextlib.suppress(ValueError):  # same group, added by the other entry point
+        group.addoption("--nomnesia-json", metavar="PATH", default=None,
+                        help="write the suite's per-test JSON report (read by `nomnesia report`)")
+
+
+def configure(config: pytest.Config) -> None:
+    """Register the reporter when ``--nomnesia-json`` is given (on the controller only)."""
+    path = _option(config, "--nomnesia-json")
+    if not path or config.pluginmanager.has_plugin(ANNOTATOR_NAME):
+        return
+    config.pluginmanager.register(_Annotator(), ANNOTATOR_NAME)
+    if not hasattr(config, "workerinput"):  # an xdist worker only annotates
+        config.pluginmanager.register(JsonReporter(config, path), PLUGIN_NAME)
+
+
+# Loaded on its own with ``-p nomnesia.suite.reporting``.
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser.getgroup("nomnesia"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    configure(config)
