@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from ._run import LoggedStore, expect, wait_until
 from .contract import ROLES, SUMMARY_ROLE, EntryLike, Guarantee
 
-__all__ = ["Model", "UserModel", "check_user", "search_finds", "snapshot"]
+__all__ = ["Model", "UserModel", "check_hits", "check_user", "search_finds", "snapshot"]
 
 _G1 = Guarantee.DURABILITY
 _G2 = Guarantee.EXACTLY_ONCE
@@ -62,6 +62,16 @@ class Model:
         u.gone.pop(entry.id, None)
         return entry
 
+    def owner(self, entry_id: str, content: str, not_user: str) -> str | None:
+        """Another user who wrote this id or content: a leak to report as G9, not a phantom."""
+        for name, u in self.users.items():
+            if name == not_user:
+                continue
+            known = u.acked | u.maybe
+            if entry_id in known or any(c == content for _, c in known.values()):
+                return name
+        return None
+
     def forgot(self, user_id: str) -> None:
         u = self.user(user_id)
         gone = {**u.gone, **{i: c for i, (_, c) in (u.acked | u.maybe).items()}}
@@ -107,12 +117,17 @@ async def search_finds(s: LoggedStore, user_id: str, content: str, k: int = 5) -
     return found
 
 
-def _check_hits(hits: list[EntryLike], user_id: str, k: int, live: dict[str, EntryLike],
-                u: UserModel, s: LoggedStore) -> None:
+def check_hits(hits: list[EntryLike], user_id: str, k: int, live: dict[str, EntryLike],
+               model: Model, s: LoggedStore) -> None:
+    """Search results: at most k, all live entries of this user, as get_history has them."""
+    u = model.user(user_id)
     expect(len(hits) <= k, _G4, f"search returned {len(hits)} entries for k={k}", s.log)
     for h in hits:
         expect(h.user_id == user_id, _G9,
                f"search for user {user_id!r} returned an entry of user {h.user_id!r}", s.log)
+        other = None if h.id in live else model.owner(h.id, h.content, user_id)
+        expect(other is None, _G9, f"search for user {user_id!r} returned entry {h.id!r} "
+                                   f"({h.content[:40]!r}) written for user {other!r}", s.log)
         expect(h.id not in u.gone or h.id in live, _G8,
                f"search returned forgotten entry {h.id!r}", s.log)
         expect(h.id in live, _G4, f"search returned {h.id!r}, which is not a live entry "
@@ -168,6 +183,9 @@ async def check_user(s: LoggedStore, model: Model, user_id: str, *,
                    f"live entry {e.id!r} holds {(e.role, e.content[:40])!r}, "
                    "not what was appended", log, user=user_id)
         else:
+            other = model.owner(e.id, e.content, user_id)
+            expect(other is None, _G9, f"get_history({user_id!r}) returned entry {e.id!r} "
+                                       f"({e.content[:40]!r}) written for user {other!r}", log)
             expect(e.content in unclaimed, _G2,
                    f"phantom entry {e.id!r} ({e.content[:40]!r}): it was never appended, "
                    "or it duplicates an append under a new id", log)
@@ -194,14 +212,14 @@ async def check_user(s: LoggedStore, model: Model, user_id: str, *,
     sample = messages[-searches:] if searches else []
     for e in sample:
         hits = await search_finds(s, user_id, e.content)
-        _check_hits(hits, user_id, 5, live, u, s)
+        check_hits(hits, user_id, 5, live, model, s)
     if searches and (u.gone or covered):
         # Search never lags behind compaction or forget: probe what must be gone.
         dead = [(i, c) for i, c in u.gone.items() if i not in live][:2]
         dead += [(i, known[i][1]) for i in covered if i in known][:2]
         for _, content in dead:
             hits = await s.search(user_id, content, 5)
-            _check_hits(hits, user_id, 5, live, u, s)
+            check_hits(hits, user_id, 5, live, model, s)
     if not history:
         hits = await s.search(user_id, "anything at all", 5)
         expect(not hits, _G8 if u.gone else _G4,

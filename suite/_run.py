@@ -23,8 +23,8 @@ import contextvars
 import functools
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -43,6 +43,7 @@ __all__ = [
     "expect",
     "opened",
     "recorded",
+    "replay_hint",
     "run_async",
     "settings",
     "suite_test",
@@ -162,13 +163,13 @@ class GuaranteeViolation(AssertionError):
     """A broken guarantee. ``str`` starts with it, e.g. ``G7 atomic compaction: ...``."""
 
     def __init__(self, guarantee: Guarantee, detail: str, log: OpLog | None = None, *,
-                 user: object = None) -> None:
+                 user: object = None, evidence: str = "") -> None:
         self.guarantee = guarantee
         self.detail = detail
-        message = f"{guarantee}: {detail}"
         if log is not None:
-            message += f"\n\noperations, oldest first:\n{log.format(user=user)}"
-        super().__init__(message)
+            evidence = f"operations, oldest first:\n{log.format(user=user)}"
+        self.evidence = evidence
+        super().__init__(f"{guarantee}: {detail}" + (f"\n\n{evidence}" if evidence else ""))
 
 
 def expect(condition: object, guarantee: Guarantee, detail: str | Callable[[], str],
@@ -182,6 +183,17 @@ def expect(condition: object, guarantee: Guarantee, detail: str | Callable[[], s
     if not condition:
         raise GuaranteeViolation(guarantee, detail() if callable(detail) else detail, log,
                                  user=user)
+
+
+@contextmanager
+def replay_hint(seed: int) -> Iterator[None]:
+    """Add "replay with --nomnesia-seed N" to any violation raised inside the block."""
+    try:
+        yield
+    except GuaranteeViolation as exc:
+        hint = f"(seed {seed}: replay with --nomnesia-seed {seed})"
+        raise GuaranteeViolation(exc.guarantee, f"{exc.detail} {hint}",
+                                 evidence=exc.evidence) from exc
 
 
 # --------------------------------------------------------------------------- stores
