@@ -113,7 +113,8 @@ async def search_finds(s: LoggedStore, user_id: str, content: str, k: int = 5) -
     expect(any(h.content == content for h in found), _G4,
            lambda: f"search({user_id!r}, <exact content {content[:40]!r}>, k={k}) did not return "
                    f"the live entry with that content within {waited:.3f}s "
-                   f"(search_staleness={s.search_staleness:g})", s.log)
+                   f"(search_staleness={s.search_staleness:g})", s.log,
+           user=user_id)
     return found
 
 
@@ -121,7 +122,8 @@ def check_hits(hits: list[EntryLike], user_id: str, k: int, live: dict[str, Entr
                model: Model, s: LoggedStore) -> None:
     """Search results: at most k, all live entries of this user, as get_history has them."""
     u = model.user(user_id)
-    expect(len(hits) <= k, _G4, f"search returned {len(hits)} entries for k={k}", s.log)
+    expect(len(hits) <= k, _G4, f"search returned {len(hits)} entries for k={k}", s.log,
+           user=user_id)
     for h in hits:
         expect(h.user_id == user_id, _G9,
                f"search for user {user_id!r} returned an entry of user {h.user_id!r}", s.log)
@@ -129,11 +131,13 @@ def check_hits(hits: list[EntryLike], user_id: str, k: int, live: dict[str, Entr
         expect(other is None, _G9, f"search for user {user_id!r} returned entry {h.id!r} "
                                    f"({h.content[:40]!r}) written for user {other!r}", s.log)
         expect(h.id not in u.gone or h.id in live, _G8,
-               f"search returned forgotten entry {h.id!r}", s.log)
+               f"search returned forgotten entry {h.id!r}", s.log, user=user_id)
         expect(h.id in live, _G4, f"search returned {h.id!r}, which is not a live entry "
-                                  "(covered by a summary, or never written)", s.log)
+                                  "(covered by a summary, or never written)", s.log,
+               user=user_id)
         expect(h.content == live[h.id].content, _G4,
-               f"search and get_history disagree on the content of {h.id!r}", s.log)
+               f"search and get_history disagree on the content of {h.id!r}", s.log,
+               user=user_id)
 
 
 async def check_user(s: LoggedStore, model: Model, user_id: str, *,

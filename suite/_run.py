@@ -43,6 +43,7 @@ __all__ = [
     "expect",
     "opened",
     "recorded",
+    "reframed",
     "replay_hint",
     "run_async",
     "settings",
@@ -132,9 +133,9 @@ class OpLog:
         self.ops.append(op)
         return op
 
-    def note(self, text: str) -> None:
+    def note(self, text: str, user: object = None) -> None:
         """A line that is not a store call (a cancel, a failpoint armed ...)."""
-        self.ops.append(Op(f"# {text}", time.monotonic(), ""))
+        self.ops.append(Op(f"# {text}", time.monotonic(), "", user))
 
     def in_flight(self) -> list[Op]:
         return [op for op in self.ops if op.outcome is None]
@@ -193,6 +194,22 @@ def replay_hint(seed: int) -> Iterator[None]:
     except GuaranteeViolation as exc:
         hint = f"(seed {seed}: replay with --nomnesia-seed {seed})"
         raise GuaranteeViolation(exc.guarantee, f"{exc.detail} {hint}",
+                                 evidence=exc.evidence) from exc
+
+
+@contextmanager
+def reframed(guarantee: Guarantee, context: str) -> Iterator[None]:
+    """Report any violation inside the block as part of ``guarantee``, after ``context``.
+
+    An interruption test that finds a lost entry broke G10 first, G1 second:
+    the message reads ``G10 interruption: after <context>: G1 durability: ...``.
+    """
+    try:
+        yield
+    except GuaranteeViolation as exc:
+        if exc.guarantee is guarantee:
+            raise
+        raise GuaranteeViolation(guarantee, f"after {context}: {exc.guarantee}: {exc.detail}",
                                  evidence=exc.evidence) from exc
 
 

@@ -1,9 +1,304 @@
-"""G10 interruption (placeholder while being written)."""
+"""G10 interruption: an operation cut short takes full effect or none, after ``recover()``.
+
+Each write is cancelled after 0, 1, 2, ... event-loop steps (every suspension
+point of a store without I/O; spread-out moments, growing geometrically, for
+one with I/O) until it completes on its own. After every cut: ``recover()``
+twice, then every invariant (search included), the all-or-nothing outcome of
+the cut operation, and that the user still answers within a bound (no lock
+left held). Stores that declare failpoints also get each one armed to raise
+and to cancel.
+"""
 
 from __future__ import annotations
 
-from ._run import StoreTests
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from ._checks import Model, check_returned, check_user, snapshot
+from ._run import (
+    LoggedStore,
+    StoreFactory,
+    StoreTests,
+    describe,
+    expect,
+    recorded,
+    reframed,
+    settings,
+    suite_test,
+)
+from .contract import SUMMARY_ROLE, Guarantee
+from .failpoints import Action, armed
+
+G10 = Guarantee.INTERRUPTION
+
+_MAX_CUTS = 40
+"""Cut points tried per operation; enough to pass every await of a store without I/O."""
+
+
+def cut_points() -> Iterator[int]:
+    """0, 1, ..., 16, then growing by half: dense where in-process stores suspend."""
+    k = 0
+    for _ in range(_MAX_CUTS):
+        yield k
+        k = k + 1 if k < 16 else k * 3 // 2
+
+
+@dataclass
+class Outcome:
+    kind: str  # "ok" | "cancelled" | "raised"
+    value: Any = None
+
+    @property
+    def ok(self) -> bool:
+        return self.kind == "ok"
+
+
+async def run_cut(s: LoggedStore, make: Callable[[], Awaitable[Any]],
+                  steps: int | None, user: str | None = None) -> tuple[Outcome, bool]:
+    """Run ``make()`` as a task and cancel it after ``steps`` loop steps (None: never).
+
+    Returns the outcome and whether the cancel was actually delivered (the
+    operation had not finished yet).
+    """
+    task: asyncio.Future[Any] = asyncio.ensure_future(make())
+    for _ in range(steps or 0):
+        if task.done():
+            break
+        await asyncio.sleep(0)
+    delivered = steps is not None and not task.done()
+    if delivered:
+        s.log.note(f"cancel after {steps} event-loop steps", user)
+        task.cancel()
+    await asyncio.wait({task}, timeout=settings.op_timeout)
+    expect(task.done(), G10, f"an operation kept running {settings.op_timeout:g}s after it "
+                             "was cancelled", s.log)
+    if task.cancelled():
+        return Outcome("cancelled"), delivered
+    exc = task.exception()
+    if isinstance(exc, asyncio.CancelledError):
+        return Outcome("cancelled", exc), delivered
+    if exc is not None:
+        if not isinstance(exc, Exception):
+            raise exc
+        return Outcome("raised", exc), delivered
+    return Outcome("ok", task.result()), delivered
+
+
+async def bounded(s: LoggedStore, what: str, awaitable: Awaitable[Any]) -> Any:
+    """The store must still answer: a lock left held by the cut operation would hang here."""
+    try:
+        return await asyncio.wait_for(awaitable, settings.op_timeout)
+    except asyncio.TimeoutError:
+        expect(False, G10, f"{what} did not answer within {settings.op_timeout:g}s after an "
+                           "interrupted operation and recover() (a lock left held?)", s.log)
+
+
+# --------------------------------------------------------------------------- scenarios
+
+
+@dataclass
+class Cut:
+    """One interruption: what ran, for which user, and the state before it."""
+
+    op: str
+    user: str
+    before: list[Any]
+    message_id: str | None = None
+    content: str = ""
+
+
+async def _seed(s: LoggedStore, m: Model, user: str, n: int) -> list[Any]:
+    for i in range(n):
+        await m.append(s, user, f"{user} remembers fact {i}", role=("user", "assistant")[i % 2])
+    return snapshot(await s.get_history(user, 100))
+
+
+def _prepare(op: str, s: LoggedStore, m: Model, user: str, with_id: bool
+             ) -> Callable[[], Awaitable[Cut]]:
+    async def prepare() -> Cut:
+        n = s.keep_last + 3 if op == "compact" else 3
+        before = await _seed(s, m, user, n)
+        cut = Cut(op, user, before)
+        if op == "append":
+            cut.content = f"{user} interrupted write"
+            cut.message_id = f"{user}-cut" if with_id else None
+            if cut.message_id:
+                m.user(user).maybe[cut.message_id] = ("user", cut.content)
+            else:
+                m.user(user).maybe_contents.append(cut.content)
+        return cut
+    return prepare
+
+
+def _operation(s: LoggedStore, cut: Cut) -> Callable[[], Awaitable[Any]]:
+    if cut.op == "append":
+        return lambda: s.append_message(cut.user, "user", cut.content, message_id=cut.message_id)
+    if cut.op == "compact":
+        return lambda: s.compact(cut.user)
+    if cut.op == "forget":
+        return lambda: s.forget(cut.user)
+    if cut.op == "get_history":
+        return lambda: s.get_history(cut.user, 5)
+    return lambda: s.search(cut.user, f"{cut.user} remembers fact 1", 3)
+
+
+async def _verify(s: LoggedStore, m: Model, cut: Cut, outcome: Outcome) -> None:
+    """After recover(): the cut operation took full effect or none, and G1-G9, G11 hold."""
+    u = cut.user
+    history = await bounded(s, f"get_history({u!r})", s.get_history(u, 100))
+    ids = [e.id for e in history]
+    old_ids = [row[0] for row in cut.before]
+    if cut.op == "append":
+        if outcome.ok:
+            check_returned(outcome.value, u, "user", cut.content, cut.message_id, s)
+            m.user(u).acked[outcome.value.id] = ("user", cut.content)
+            m.user(u).maybe.pop(outcome.value.id, None)
+            if cut.message_id is None:
+                m.user(u).maybe_contents.remove(cut.content)
+        await check_user(s, m, u)
+        if cut.message_id is not None:
+            # Either way, a retry must now settle it exactly once.
+            again = await bounded(s, "a retry of the cut append", s.append_message(
+                u, "user", cut.content, message_id=cut.message_id))
+            check_returned(again, u, "user", cut.content, cut.message_id, s)
+            m.user(u).acked[again.id] = ("user", cut.content)
+            m.user(u).maybe.pop(again.id, None)
+            await check_user(s, m, u)
+    elif cut.op == "compact":
+        keep = s.keep_last
+        untouched = snapshot(history) == cut.before
+        if untouched:
+            expect(not outcome.ok or outcome.value is None, G10,
+                   "compact returned a summary but the history is unchanged", s.log, user=u)
+        else:
+            summary = history[0] if history else None
+            covers = sorted(summary.covers) if summary else []
+            done = (summary is not None and summary.role == SUMMARY_ROLE
+                    and ids[1:] == old_ids[-keep:] and covers == sorted(old_ids[:-keep]))
+            expect(done, G10, f"an interrupted compaction left neither the old view nor the "
+                              f"whole new one: {describe(history)}", s.log, user=u)
+            if outcome.ok:
+                expect(outcome.value is not None and outcome.value.id == ids[0], G10,
+                       "compact returned a summary that is not the live one", s.log, user=u)
+        await check_user(s, m, u)
+        again = await bounded(s, f"compact({u!r})", s.compact(u))
+        expect(again is not None, Guarantee.ATOMIC_COMPACTION,
+               "compact after an interrupted compaction returned None with more than "
+               "keep_last live entries", s.log, user=u)
+        await check_user(s, m, u)
+    elif cut.op == "forget":
+        gone = history == []
+        expect(gone or snapshot(history) == cut.before, G10,
+               f"an interrupted forget left part of the history: {describe(history)}",
+               s.log, user=u)
+        expect(gone or not outcome.ok, G10, "forget returned but the history remains",
+               s.log, user=u)
+        if gone:
+            m.forgot(u)
+        await check_user(s, m, u)
+        await bounded(s, f"forget({u!r})", s.forget(u))
+        m.forgot(u)
+        await check_user(s, m, u)
+    else:
+        expect(snapshot(history) == cut.before, G10, f"an interrupted {cut.op} changed the "
+                                                     "history", s.log, user=u)
+        await check_user(s, m, u)
+    extra = await bounded(s, f"append_message({u!r})", s.append_message(u, "user", "still here"))
+    m.user(u).acked[extra.id] = ("user", "still here")
+    expect((await s.get_history(u, 1))[-1].id == extra.id, Guarantee.READ_YOUR_WRITES,
+           "an append after recovery is not the newest entry", s.log, user=u)
+
+
+_UNCUT_RUNS = 3
+"""Stop after this many runs finish before their cut: a store whose number of awaits
+varies from run to run (retries, jitter) gets its later await points tried too."""
+
+
+async def sweep(store: StoreFactory, op: str, *, with_id: bool = True) -> int:
+    """Cut ``op`` at every cut point until it completes uncut; returns the number of cuts."""
+    async with recorded(store) as s:
+        m = Model()
+        cuts = uncut = 0
+        for k in cut_points():
+            user = f"{op}-{k}"
+            cut = await _prepare(op, s, m, user, with_id)()
+            outcome, delivered = await run_cut(s, _operation(s, cut), k, user)
+            when = (f"was cancelled after {k} event-loop steps ({outcome.kind})" if delivered
+                    else f"completed before its cancel at step {k} ({outcome.kind})")
+            context = f"{op} {when} and recover() ran twice"
+            with reframed(G10, context):
+                await bounded(s, "recover()", s.recover())
+                await bounded(s, "recover()", s.recover())
+                await _verify(s, m, cut, outcome)
+            cuts += delivered
+            uncut += not delivered
+            if uncut >= _UNCUT_RUNS:
+                break
+        return cuts
+
+
+def _store_without_failpoints(s: LoggedStore) -> bool:
+    caps = s.capabilities
+    return not (caps.failpoints and caps.failpoint_names)
 
 
 class TestInterruption(StoreTests):
-    """G10: cancelled and failed operations take full effect or none."""
+    """G10: cancellation at every await, and injected failures, then recover()."""
+
+    @pytest.mark.parametrize("op", ["append", "compact", "forget", "get_history", "search"])
+    @suite_test
+    async def test_cancel_at_every_step_then_recover(self, store: StoreFactory, op: str) -> None:
+        """G10: an operation cancelled at any await takes full effect or none.
+
+        Troubleshooting: a cancel arrives at any ``await``. Keep each user's
+        state change in one atomic step (one transaction, one MULTI/EXEC, one
+        in-memory swap), or journal the intent and let ``recover()`` finish or
+        undo it; release locks in ``finally`` (``async with``); never leave a
+        compaction's summary written while its covered entries remain, or the
+        entries deleted while the summary is missing.
+        """
+        await sweep(store, op)
+
+    @suite_test
+    async def test_cancelled_append_without_message_id(self, store: StoreFactory) -> None:
+        """G10: a cancelled append without message_id shows up once or not at all.
+
+        Troubleshooting: a write that continues after its caller's cancel
+        must not also be retried by ``recover()`` under a new id.
+        """
+        await sweep(store, "append", with_id=False)
+
+    @pytest.mark.parametrize("action", ["raise", "cancel"])
+    @pytest.mark.parametrize("op", ["append", "compact", "forget"])
+    @suite_test
+    async def test_failpoints_then_recover(self, store: StoreFactory, op: str,
+                                           action: str) -> None:
+        """G10: a backend failing (or the task cancelled) at each declared failpoint.
+
+        Runs only for stores whose ``capabilities`` declare ``failpoints`` and
+        ``failpoint_names``. Troubleshooting: the failing point is named in
+        the log; after it, ``recover()`` must complete or roll back the
+        operation so that it took full effect or none.
+        """
+        async with recorded(store) as s:
+            if _store_without_failpoints(s):
+                pytest.skip("the store declares no failpoints (Capabilities.failpoints)")
+            m = Model()
+            for n, name in enumerate(s.capabilities.failpoint_names):
+                user = f"{op}-{action}-{n}"
+                cut = await _prepare(op, s, m, user, True)()
+                act = Action.raise_() if action == "raise" else Action.cancel()
+                with armed(name, act) as handle:
+                    s.log.note(f"failpoint {name!r} armed to {action}", user)
+                    outcome, _ = await run_cut(s, _operation(s, cut), None, user)
+                context = (f"{op} with failpoint {name!r} armed to {action} "
+                           f"(fired {handle.fired}x, {outcome.kind}) and recover() twice")
+                with reframed(G10, context):
+                    await bounded(s, "recover()", s.recover())
+                    await bounded(s, "recover()", s.recover())
+                    await _verify(s, m, cut, outcome)
+
