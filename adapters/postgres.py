@@ -154,10 +154,20 @@ class PostgresArchive:
     def _q(self, text: str) -> sql.Composed:
         return _ddl(text, self._schema)
 
-    async def create(self) -> None:
-        """Create the schema, tables and functions (fails if the schema exists)."""
+    async def create(self, *, reuse: bool = False) -> bool:
+        """Create the schema, tables and functions; returns whether it created them.
+
+        With ``reuse`` an existing schema is kept (reopening a store's data);
+        without, an existing schema is an error: two stores never share one.
+        """
         async with self._pool.connection() as conn, conn.transaction():
+            if reuse:
+                cur = await conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
+                                         (self._schema,))
+                if await cur.fetchone() is not None:
+                    return False
             await conn.execute(self._q(_DDL))
+            return True
 
     async def drop(self) -> None:
         await drop_schema(self._pool, self._schema)
@@ -276,7 +286,7 @@ class PgVectorIndex:
         async with self._pool.connection() as conn:
             await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             await conn.execute(sql.SQL(
-                "CREATE TABLE {s}.vectors (uid text NOT NULL, id bytea NOT NULL, "
+                "CREATE TABLE IF NOT EXISTS {s}.vectors (uid text NOT NULL, id bytea NOT NULL, "
                 "embedding vector({dim}) NOT NULL, PRIMARY KEY (uid, id))").format(
                     s=sql.Identifier(self._schema), dim=sql.Literal(self.dim)))
 

@@ -10,6 +10,7 @@ See /work/notes/stacks-interface.md (and docs) for the contract.
 from __future__ import annotations
 
 import asyncio
+import re
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -23,6 +24,8 @@ from .tiers import ShortTermLog, VectorIndex
 
 __all__ = ["IndexFactory", "StackContext", "open_engine_stack", "open_pgvector", "open_stack",
            "open_valkey"]
+
+_NAMESPACE_RE = re.compile(r"^nm_[a-z0-9_]{1,44}$")
 
 
 @dataclass
@@ -38,6 +41,9 @@ class StackContext:
     """Push callbacks that drop what the index created; run after the store closes."""
     pool: Any = None
     """The PostgreSQL pool of the archive (``psycopg_pool.AsyncConnectionPool``)."""
+    reuse: bool = False
+    """The caller named the namespace to reopen its data: keep existing collections,
+    and do not drop them on close."""
 
 
 IndexFactory = Callable[[StackContext], Awaitable[VectorIndex]]
@@ -71,12 +77,15 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
                             log_engine: str = "redis", engines: Sequence[str] | None = None,
                             keep_last: int = 4, embedder: Embedder | None = None,
                             summarizer: Summarizer | None = None, timeout: float = 5.0,
-                            history_from_log: bool = True,
-                            pool_size: int = 8) -> AsyncIterator[TieredMemoryStore]:
+                            history_from_log: bool = True, pool_size: int = 8,
+                            namespace: str | None = None) -> AsyncIterator[TieredMemoryStore]:
     """PostgreSQL archive + ``log_engine`` log + ``make_index(ctx)`` (default pgvector).
 
     With ``provider=None`` the stack starts its own engines and stops them on
     exit; with a provider it only creates (and on exit drops) its namespace.
+    Pass ``namespace`` (``nm_...``) to reopen data on servers that outlive the
+    store: it is created if missing, kept on exit, and ``recover()`` runs on
+    open to finish whatever a crashed process left in the outbox.
     """
     from .postgres import PostgresArchive, create_pool, drop_schema
     from .redis_log import RedisLog, drop_namespace
@@ -85,7 +94,10 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
         raise ValueError(f"log_engine must be 'redis' or 'valkey', not {log_engine!r}")
     embedder = embedder or HashingEmbedder()
     needed = tuple(dict.fromkeys(("postgres", log_engine, *(engines or ()))))
-    namespace = f"nm_{secrets.token_hex(8)}"
+    reuse = namespace is not None
+    namespace = namespace if namespace is not None else f"nm_{secrets.token_hex(8)}"
+    if not _NAMESPACE_RE.match(namespace):
+        raise ValueError(f"namespace {namespace!r} must match {_NAMESPACE_RE.pattern}")
     async with AsyncExitStack() as outer:
         if provider is None:
             from .engines import get_provider
@@ -96,13 +108,15 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
         pool = await create_pool(urls["postgres"], max_size=pool_size, timeout=timeout)
         outer.push_async_callback(pool.close)
         archive = PostgresArchive(pool, namespace)
-        await archive.create()
-        outer.push_async_callback(drop_schema, pool, namespace)
-        outer.push_async_callback(drop_namespace, urls[log_engine], namespace, timeout=timeout)
+        await archive.create(reuse=reuse)
+        if not reuse:
+            outer.push_async_callback(drop_schema, pool, namespace)
+            outer.push_async_callback(drop_namespace, urls[log_engine], namespace,
+                                      timeout=timeout)
         log = RedisLog(urls[log_engine], namespace, name=log_engine, timeout=timeout)
         outer.push_async_callback(log.aclose)
         ctx = StackContext(provider, namespace, embedder.dim, timeout,
-                           await outer.enter_async_context(AsyncExitStack()), pool)
+                           await outer.enter_async_context(AsyncExitStack()), pool, reuse)
         index = await (make_index or _pgvector_index)(ctx)
         try:
             store = TieredMemoryStore(log=log, index=index, archive=archive,
@@ -113,6 +127,8 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
             await index.aclose()
             raise
         outer.push_async_callback(store.aclose)  # closes archive, log and index
+        if reuse:
+            await store.recover()
         yield store
 
 

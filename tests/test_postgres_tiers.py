@@ -179,3 +179,26 @@ async def test_concurrent_users_on_real_engines(engines: Any) -> None:
                 accounted.extend(e.covers if e.role == SUMMARY_ROLE else (e.id,))
             assert accounted == ids
             assert await store.consistent_state(f"user {n}")
+
+
+async def test_a_named_namespace_reopens_and_finishes_a_crashed_write(engines: Any) -> None:
+    from nomnesia.adapters.redis_log import drop_namespace
+    from nomnesia.suite.failpoints import Action, armed
+
+    namespace = f"nm_{secrets.token_hex(8)}"
+    try:
+        async with open_pgvector(provider=engines, namespace=namespace) as store:
+            kept = await store.append_message("ann", "user", "kept")
+            with armed("tiered.append.after_archive", Action.cancel()):
+                task = asyncio.create_task(
+                    store.append_message("ann", "user", "half", message_id="half"))
+                await asyncio.gather(task, return_exceptions=True)
+        async with open_pgvector(provider=engines, namespace=namespace) as store:
+            assert await store.consistent_state("ann")  # recover ran on open
+            assert [e.id for e in await store.get_history("ann")] == [kept.id, "half"]
+            assert (await store.search("ann", "half", 1))[0].id == "half"
+    finally:
+        pool = await create_pool(engines.url("postgres"))
+        await drop_schema(pool, namespace)
+        await pool.close()
+        await drop_namespace(engines.url("redis"), namespace)
