@@ -246,6 +246,45 @@ def test_sigkill_leaves_no_engine_and_no_directory() -> None:
     assert gone, f"left behind: {_alive(processes)}, directory exists: {directory.exists()}"
 
 
+def test_exit_without_close_leaves_nothing() -> None:
+    """A process that forgets ``close()``: the watchdog still removes the directory."""
+    script = textwrap.dedent("""
+        import json
+        from nomnesia.adapters.engines import get_provider
+        provider = get_provider("embedded")
+        provider.urls("postgres", "redis")
+        print(json.dumps({"dir": str(provider.directory), "groups": provider.process_groups()}))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, timeout=60).stdout
+    info = json.loads(out)
+    directory = Path(info["dir"])
+
+    def group_alive() -> bool:
+        return any(_pgid(p) in info["groups"] for p in _alive(list(psutil.process_iter())))
+
+    assert _poll(lambda: not directory.exists() and not group_alive(), 10)
+
+
+def _pgid(proc: psutil.Process) -> int | None:
+    try:
+        return os.getpgid(proc.pid)
+    except ProcessLookupError:
+        return None
+
+
+def test_no_directory_without_a_watchdog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the watchdog cannot start, nothing is created that nobody would remove."""
+
+    def broken() -> None:
+        raise PermissionError("cannot start the watchdog")
+
+    monkeypatch.setattr(embedded_module, "Watchdog", broken)
+    with EmbeddedProvider(base_dir=tmp_path) as provider, pytest.raises(PermissionError):
+        provider.url("redis")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_get_provider_embedded_by_name() -> None:
     provider = get_provider("embedded")
     assert isinstance(provider, EmbeddedProvider)
