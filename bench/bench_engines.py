@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -71,6 +72,8 @@ def main() -> int:
     args = parser.parse_args()
 
     print(f"engines per worker: {', '.join(SERVERS)}; {args.rounds} rounds; target < {TARGET:g}s")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"machine: {os.cpu_count()} cpus, load average {load} (other work inflates figures)")
     worst = 0.0
     for label, mode, workers in (("1 worker, concurrent start", "concurrent", 1),
                                  ("1 worker, one by one", "sequential", 1),
