@@ -61,86 +61,106 @@ def content(i: int) -> str:
     return f"message number {i}: the user said something worth remembering about topic {i % 17}"
 
 
+class RawWrites:
+    """The engine writes one append is made of, without any of the store's logic."""
+
+    def __init__(self, index: Any, pg_url: str, log_url: str, users: int, tag: str) -> None:
+        self.index, self.pg_url, self.log_url, self.users, self.tag = (
+            index, pg_url, log_url, users, tag)
+        self.embed = HashingEmbedder(index.dim)
+        self.schema = f"nm_{secrets.token_hex(8)}"
+        self.redis: Redis = Redis.from_url(log_url)
+
+    async def __aenter__(self) -> RawWrites:
+        self.pool = await create_pool(self.pg_url, max_size=self.users)
+        async with self.pool.connection() as conn:
+            await conn.execute(f"CREATE SCHEMA {self.schema}")
+            await conn.execute(f"CREATE TABLE {self.schema}.raw (uid text, id bytea, seq bigint, "
+                               "role text, content bytea)")
+        self.insert = f"INSERT INTO {self.schema}.raw VALUES (%s, %s, %s, %s, %s)"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await drop_schema(self.pool, self.schema)
+        await self.pool.close()
+        async for key in self.redis.scan_iter(match=f"{self.schema}:*"):
+            await self.redis.unlink(key)
+        await self.redis.aclose()
+
+    async def pg(self, i: int) -> None:
+        async with self.pool.connection() as conn:
+            await conn.execute(self.insert, (f"raw{i % self.users}", secrets.token_bytes(16), i,
+                                             "user", content(i).encode()))
+
+    async def log(self, i: int) -> None:
+        await self.redis.rpush(f"{self.schema}:raw{i % self.users}", content(i))
+
+    async def vector(self, i: int) -> None:
+        entry = Entry(secrets.token_hex(16), f"raw-{self.tag}", i, "user", content(i))
+        await self.index.upsert([entry], self.embed.embed([entry.content]))
+
+    async def append(self, u: int, i: int) -> None:
+        await self.pg(u * 100_000 + i)
+        await self.log(u * 100_000 + i)
+        await self.vector(u * 100_000 + i)
+
+
 async def bench_stack(name: str, provider: Any, n: int, users: int) -> dict[str, float]:
     spec = ADAPTERS[name]
     log_engine = "valkey" if "valkey" in spec.engines else "redis"
     urls = await asyncio.to_thread(provider.urls, "postgres", log_engine)
     tag = secrets.token_hex(4)
     out: dict[str, float] = {}
-    async with open_store(name, provider=provider, keep_last=4) as store:
-        # warm up connections and prepared statements
-        for i in range(20):
+    async with open_store(name, provider=provider, keep_last=4) as store, \
+            RawWrites(store.index, urls["postgres"], urls[log_engine],  # type: ignore[attr-defined]
+                      users, tag) as raw:
+        for i in range(20):  # warm up connections and prepared statements
             await store.append_message(f"warm-{tag}", "user", content(i))
+            await raw.append(0, i)
 
-        lat = await timed(lambda i: store.append_message(f"u{i % users}-{tag}", "user",
-                                                         content(i)), n)
-        out["append_p50"], out["append_p99"] = pct(lat, 0.5), pct(lat, 0.99)
-        lat = await timed(lambda i: store.get_history(f"u{i % users}-{tag}", 10), n)
-        out["history_p50"], out["history_p99"] = pct(lat, 0.5), pct(lat, 0.99)
-        lat = await timed(lambda i: store.search(f"u{i % users}-{tag}", content(i), 5), n)
-        out["search_p50"], out["search_p99"] = pct(lat, 0.5), pct(lat, 0.99)
+        # Interleaved, so that the store and the raw writes see the same machine load.
+        lat: dict[str, list[float]] = {k: [] for k in ("append", "pg", "log", "index", "sum")}
+        for i in range(n):
+            t0 = time.perf_counter()
+            await store.append_message(f"u{i % users}-{tag}", "user", content(i))
+            t1 = time.perf_counter()
+            await raw.pg(i)
+            t2 = time.perf_counter()
+            await raw.log(i)
+            t3 = time.perf_counter()
+            await raw.vector(i)
+            t4 = time.perf_counter()
+            for key, value in (("append", t1 - t0), ("pg", t2 - t1), ("log", t3 - t2),
+                               ("index", t4 - t3), ("sum", t4 - t1)):
+                lat[key].append(value)
+        out["append_p50"], out["append_p99"] = pct(lat["append"], 0.5), pct(lat["append"], 0.99)
+        for key in ("pg", "log", "index", "sum"):
+            out[f"raw_{key}_p50"] = pct(lat[key], 0.5)
+        out["ratio"] = out["append_p50"] / out["raw_sum_p50"]
 
-        async def compact_one(i: int) -> None:
+        samples = await timed(lambda i: store.get_history(f"u{i % users}-{tag}", 10), n)
+        out["history_p50"], out["history_p99"] = pct(samples, 0.5), pct(samples, 0.99)
+        samples = await timed(lambda i: store.search(f"u{i % users}-{tag}", content(i), 5), n)
+        out["search_p50"], out["search_p99"] = pct(samples, 0.5), pct(samples, 0.99)
+
+        compact_lat: list[float] = []
+        for i in range(max(10, n // 20)):
             user = f"c{i}-{tag}"
             for j in range(12):
                 await store.append_message(user, "user", content(j))
             started = time.perf_counter()
             await store.compact(user)
             compact_lat.append(time.perf_counter() - started)
-
-        compact_lat: list[float] = []
-        for i in range(max(10, n // 20)):
-            await compact_one(i)
         out["compact_p50"], out["compact_p99"] = pct(compact_lat, 0.5), pct(compact_lat, 0.99)
-        out["append_per_s"] = await throughput(
-            lambda u, i: store.append_message(f"t{u}-{tag}", "user", content(i)), users, n // users)
 
-        # the raw writes of one append, on the same engines
-        index = store.index  # type: ignore[attr-defined]
-        embed = HashingEmbedder(index.dim)
-        pool = await create_pool(urls["postgres"], max_size=users)
-        schema = f"nm_{secrets.token_hex(8)}"
-        redis: Redis = Redis.from_url(urls[log_engine])
-        try:
-            async with pool.connection() as conn:
-                await conn.execute(f"CREATE SCHEMA {schema}")
-                await conn.execute(f"CREATE TABLE {schema}.raw (uid text, id bytea, seq bigint, "
-                                   "role text, content bytea)")
-            insert = f"INSERT INTO {schema}.raw VALUES (%s, %s, %s, %s, %s)"
-
-            async def pg(i: int) -> None:
-                async with pool.connection() as conn:
-                    await conn.execute(insert, (f"raw{i % users}", secrets.token_bytes(16), i,
-                                                "user", content(i).encode()))
-
-            async def rpush(i: int) -> None:
-                await redis.rpush(f"{schema}:raw{i % users}", content(i))
-
-            async def upsert(i: int) -> None:
-                entry = Entry(secrets.token_hex(16), f"raw-{tag}", i, "user", content(i))
-                await index.upsert([entry], embed.embed([entry.content]))
-
-            for op in (pg, rpush, upsert):
-                await timed(op, 20)  # warm up
-            for key, op in (("raw_pg", pg), ("raw_log", rpush), ("raw_index", upsert)):
-                lat = await timed(op, n)
-                out[f"{key}_p50"] = pct(lat, 0.5)
-
-            async def raw_append(u: int, i: int) -> None:
-                await pg(u * n + i)
-                await rpush(u * n + i)
-                await upsert(u * n + i)
-
-            out["raw_per_s"] = await throughput(raw_append, users, n // users)
-        finally:
-            await drop_schema(pool, schema)
-            await pool.close()
-            async for key in redis.scan_iter(match=f"{schema}:*"):
-                await redis.unlink(key)
-            await redis.aclose()
-    raw = out["raw_pg_p50"] + out["raw_log_p50"] + out["raw_index_p50"]
-    out["raw_sum_p50"] = raw
-    out["ratio"] = out["append_p50"] / raw
+        # Throughput: alternate rounds, best of each, for the same reason.
+        out["append_per_s"] = out["raw_per_s"] = 0.0
+        for round_ in range(2):
+            out["append_per_s"] = max(out["append_per_s"], await throughput(
+                lambda u, i, r=round_: store.append_message(f"t{u}-{r}-{tag}", "user", content(i)),
+                users, n // users))
+            out["raw_per_s"] = max(out["raw_per_s"], await throughput(raw.append, users,
+                                                                      n // users))
     return out
 
 
@@ -172,6 +192,7 @@ async def main() -> None:
     finally:
         await asyncio.to_thread(provider.close)
     print(f"\nlatency in ms (n={args.n}), throughput with {args.users} concurrent users; "
+          "raw sum = p50 of (pg + log + index) per append, measured interleaved with the store's; "
           "ratio = append p50 / raw sum p50 (target <= 1.5)")
     header = f"{'stack':<12}" + "".join(f"{title:>12}" for _, title in COLUMNS)
     print(header)
