@@ -24,9 +24,10 @@ evidence with one call left out at a time.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import accumulate, pairwise
 from typing import Any
 
 from .contract import SUMMARY_ROLE, Guarantee
@@ -181,20 +182,22 @@ class _UserChecker:
         self.searches = [c for c in calls if c.f == "search" and c.ok]
         self.compacts = [c for c in calls if c.f == "compact"]
         self.forgets = [(c.lo, c.hi, c) for c in calls if c.f == "forget" and not c.failed]
+        self._f_los = [lo for lo, _, _ in self.forgets]  # calls come sorted by invoke
+        self._f_ends = list(accumulate((hi for _, hi, _ in self.forgets), max))
         self.taints = self._taints(calls, recovers)
         self.clean_reads = [r for r in self.reads if not self._tainted(r)]
         # Who may have produced each id: appends (ok, or indeterminate with a
         # message_id) and compactions (ok).
         self.producers: dict[str, list[_C]] = {}
         self.failed_ids: dict[str, _C] = {}
-        self.seq_of: dict[str, int] = {}
         self.ack: dict[str, _C] = {}  # id -> first acknowledged append or compaction
+        self.acks: dict[str, list[_C]] = {}  # id -> every acknowledged append
         for c in self.appends:
             mid = c.arg[2] if isinstance(c.arg, tuple) and len(c.arg) > 2 else None
             if c.ok and isinstance(c.value, Rec):
                 self.producers.setdefault(c.value.id, []).append(c)
-                self.seq_of.setdefault(c.value.id, c.value.seq)
                 self.ack.setdefault(c.value.id, c)
+                self.acks.setdefault(c.value.id, []).append(c)
             elif c.failed:
                 if mid is not None:
                     self.failed_ids.setdefault(mid, c)
@@ -204,7 +207,6 @@ class _UserChecker:
         for c in self.compacts:
             if c.ok and isinstance(c.value, Rec):
                 self.producers.setdefault(c.value.id, []).append(c)
-                self.seq_of.setdefault(c.value.id, c.value.seq)
                 self.ack.setdefault(c.value.id, c)
                 self.covers.setdefault(c.value.id, frozenset(c.value.covers))
         self.indeterminate_compact_lo = min(
@@ -237,11 +239,16 @@ class _UserChecker:
 
     def forget_between(self, lo: int, hi: int) -> bool:
         """Whether some forget may have taken effect after ``lo`` and before ``hi``."""
-        return any(f_lo < hi and f_hi > lo for f_lo, f_hi, _ in self.forgets)
+        return self.cut(hi) > lo
 
     def cut(self, hi: int) -> int:
-        """Facts established by calls invoked at or before this index may have been forgotten."""
-        return max((f_hi for f_lo, f_hi, _ in self.forgets if f_lo < hi), default=-1)
+        """Facts established by calls invoked at or before this index may have been forgotten.
+
+        The latest end of a forget invoked before ``hi``: a prefix maximum over
+        forgets sorted by invoke, so each question is one bisection.
+        """
+        k = bisect_left(self._f_los, hi)
+        return self._f_ends[k - 1] if k else -1
 
     def who(self, entry_id: str) -> str:
         c = self.ack.get(entry_id)
@@ -431,11 +438,12 @@ class _UserChecker:
                     self.report(Guarantee.ATOMIC_COMPACTION, f"late-cover:{m}",
                                 f"summary {short_id(c.value.id)} of {c} covers "
                                 f"{short_id(m)}, appended only after {c} returned", c, makers[0])
-        max_cov: dict[str, tuple[int, str]] = {}
+        max_cov: dict[str, tuple[int, str, _C] | None] = {}
+        covered_at = self.covered_at
         for c in self.clean_reads:
             live, s = views[c.lo]
             for m in live:
-                hit = self.covered_at.get(m)
+                hit = covered_at.get(m)
                 if hit is None or hit[0] >= c.lo or (s is not None and m in self.covers_of(s)):
                     continue
                 if not self.forget_between(hit[1].lo, c.hi):
@@ -445,21 +453,28 @@ class _UserChecker:
             if s is None or not live:
                 continue
             made = [p for p in self.producers.get(s.id, ()) if p.f == "compact"]
-            if not made:
+            if not made or self.forget_between(made[0].lo, c.hi):
                 continue
+            k = made[0]
             if s.id not in max_cov:
-                seqs = [(self.seq_of[m], m) for m in self.covers_of(s) if m in self.seq_of]
-                max_cov[s.id] = max(seqs, default=(-1, ""))
-            top, top_id = max_cov[s.id]
-            for m, r in sorted(live.items(), key=lambda kv: kv[1].seq):
-                if r.seq >= top:
+                # Seqs as acknowledged in the compaction's own epoch: a message id
+                # reused after a forget names a new entry with a new seq.
+                seqs = [(a.value.seq, m, a) for m in self.covers_of(s)
+                        for a in self.acks.get(m, ()) if not self.forget_between(a.lo, k.hi)]
+                max_cov[s.id] = max(seqs, key=lambda t: t[0], default=None)
+            top = max_cov[s.id]
+            if top is None:
+                continue
+            for m, r in live.items():  # in seq order (or check_views reported it)
+                if r.seq >= top[0]:
                     break
-                a = self.ack.get(m)
-                if a is not None and a.hi < made[0].lo and not self.forget_between(a.lo, c.hi):
+                before = [a for a in self.acks.get(m, ())
+                          if a.hi < k.lo and not self.forget_between(a.lo, c.hi)]
+                if before:
                     self.report(Guarantee.ATOMIC_COMPACTION, f"prefix:{s.id}",
-                                f"summary {short_id(s.id)} covers {short_id(top_id)}@{top} but "
-                                f"not the older {short_id(m)}@{r.seq} (live in {c}): covers "
-                                f"must be a prefix", a, self.ack.get(top_id), made[0], c)
+                                f"summary {short_id(s.id)} covers {short_id(top[1])}@{top[0]} "
+                                f"but not the older {short_id(m)}@{r.seq} (live in {c}): covers "
+                                f"must be a prefix", before[0], top[2], k, c)
                     break
 
     def check_durability(self, views: dict[int, tuple[dict[str, Rec], Rec | None]]) -> None:
@@ -470,23 +485,18 @@ class _UserChecker:
         returned, unless a forget may have run in between. Requirements are kept
         compressed: a summary stands for everything it covers.
         """
-        events: list[tuple[int, int, bool, str, _C]] = []
-        for c in self.appends:
-            if c.ok and isinstance(c.value, Rec):
-                events.append((c.hi, c.lo, False, c.value.id, c))
-        for c in self.compacts:
-            if c.ok and isinstance(c.value, Rec):
-                events.append((c.hi, c.lo, True, c.value.id, c))
-        for c in self.clean_reads:
-            live, s = views[c.lo]
-            events.extend((c.hi, c.lo, False, m, c) for m in live)
-            if s is not None:
-                events.append((c.hi, c.lo, True, s.id, c))
+        # (returned, invoked, call): facts become known when their call returns.
+        events: list[tuple[int, int, _C]] = [
+            (c.hi, c.lo, c) for c in (*self.appends, *self.compacts)
+            if c.ok and isinstance(c.value, Rec)]
+        events.extend((c.hi, c.lo, c) for c in self.clean_reads)
         events.sort(key=lambda e: e[0])
-        need_m: dict[str, _C] = {}
+        need_m: dict[str, tuple[_C, int]] = {}
         need_s: dict[str, _C] = {}
         subset: dict[tuple[str, str], frozenset[str]] = {}
         ever_covered = set(self.covered_at)
+        covers = self.covers
+        empty: frozenset[str] = frozenset()
         applied = -1
         i = 0
 
@@ -494,31 +504,44 @@ class _UserChecker:
             key = (a, b)
             d = subset.get(key)
             if d is None:
-                d = subset[key] = self.covers.get(a, frozenset()) - self.covers.get(b, frozenset())
+                d = subset[key] = covers.get(a, empty) - covers.get(b, empty)
             return d
 
-        for c in sorted(self.clean_reads, key=lambda r: r.lo):
+        def add_message(entry_id: str, seq: int, w: _C) -> None:
+            if entry_id not in need_m and not any(entry_id in covers.get(k, empty)
+                                                  for k in need_s):
+                need_m[entry_id] = (w, seq)
+
+        def add_summary(entry_id: str, w: _C) -> None:
+            if entry_id in need_s or any(not minus(entry_id, k) for k in need_s):
+                return
+            for k in [k for k in need_s if not minus(k, entry_id)]:
+                del need_s[k]
+            need_s[entry_id] = w
+            cov = covers.get(entry_id, empty)
+            for m in [m for m in need_m if m in cov]:
+                del need_m[m]
+
+        for c in self.clean_reads:
             while i < len(events) and events[i][0] < c.lo:
-                _, lo, is_summary, entry_id, w = events[i]
+                _, lo, w = events[i]
                 i += 1
                 if lo <= applied:
                     continue
-                if is_summary:
-                    if entry_id in need_s or any(not minus(entry_id, k) for k in need_s):
-                        continue
-                    for k in [k for k in need_s if not minus(k, entry_id)]:
-                        del need_s[k]
-                    need_s[entry_id] = w
-                    cov = self.covers.get(entry_id, frozenset())
-                    for m in [m for m in need_m if m in cov]:
-                        del need_m[m]
-                elif entry_id not in need_m and not any(
-                        entry_id in self.covers.get(k, ()) for k in need_s):
-                    need_m[entry_id] = w
+                if w.f == "read":
+                    live, s = views[w.lo]
+                    if s is not None:
+                        add_summary(s.id, w)
+                    for m, r in live.items():
+                        add_message(m, r.seq, w)
+                elif w.f == "compact":
+                    add_summary(w.value.id, w)
+                else:
+                    add_message(w.value.id, w.value.seq, w)
             cut = self.cut(c.hi)
             if cut > applied:
                 applied = cut
-                need_m = {m: w for m, w in need_m.items() if w.lo > cut}
+                need_m = {m: ws for m, ws in need_m.items() if ws[0].lo > cut}
                 need_s = {k: w for k, w in need_s.items() if w.lo > cut}
             elif cut < applied:
                 continue  # a forget may separate this read from facts already dropped
@@ -528,13 +551,11 @@ class _UserChecker:
             cov = self.covers_of(summary) if summary is not None else frozenset()
             first_seq = entries[0].seq if entries else 0
             window_doubt = c.hi > self.indeterminate_compact_lo
-            for m, w in need_m.items():
+            for m, (w, seq) in need_m.items():
                 if m in live or m in cov:
                     continue
-                if not complete:
-                    seq = self.seq_of.get(m)
-                    if seq is None or seq <= first_seq or window_doubt or m in ever_covered:
-                        continue
+                if not complete and (seq <= first_seq or window_doubt or m in ever_covered):
+                    continue
                 self.missing(m, w, c, views)
             if not complete:
                 continue
@@ -572,31 +593,46 @@ class _UserChecker:
                     witness, c)
 
     def check_real_time(self) -> None:
-        """G5: an append that returned before another started has the lower seq."""
-        acked = [c for c in self.appends if c.ok and isinstance(c.value, Rec)]
-        if len(acked) < 2:
+        """G5: an append that returned before another started has the lower seq.
+
+        For each append B (in invoke order) it asks for the highest seq among
+        appends that returned before B started and were invoked after every
+        forget that may separate them from B: a Fenwick tree over invoke order
+        answers that in log time.
+        """
+        acked = sorted((c for c in self.appends if c.ok and isinstance(c.value, Rec)),
+                       key=lambda c: c.hi)
+        n = len(acked)
+        if n < 2:
             return
-        by_ret = sorted(acked, key=lambda c: c.hi)
-        groups: dict[int, list[_C]] = {}
-        for c in acked:
-            groups.setdefault(self.cut(c.hi), []).append(c)
-        for cut, group in groups.items():
-            eligible = [a for a in by_ret if a.lo > cut]
-            j = 0
-            best: list[_C] = []  # the two highest seqs so far, with different ids
-            for b in sorted(group, key=lambda c: c.lo):
-                while j < len(eligible) and eligible[j].hi < b.lo:
-                    a = eligible[j]
-                    j += 1
-                    best = sorted([x for x in best if x.value.id != a.value.id] + [a],
-                                  key=lambda x: -x.value.seq)[:2]
-                for a in best:
-                    if a.value.id != b.value.id and a.value.seq >= b.value.seq:
-                        self.report(Guarantee.ORDER, f"real-time:{b.lo}",
-                                    f"{a} returned {short_id(a.value.id)}@{a.value.seq} before "
-                                    f"{b} started, yet {b} got {short_id(b.value.id)}@"
-                                    f"{b.value.seq}: seq must follow real time", a, b)
-                        break
+        los = sorted(a.lo for a in acked)
+        rank = {lo: n - i for i, lo in enumerate(los)}  # 1 = invoked last
+        none = (-_INF, -1)
+        tree = [none] * (n + 1)
+        j = 0
+        for b in sorted(acked, key=lambda c: c.lo):
+            while j < n and acked[j].hi < b.lo:
+                r, item = rank[acked[j].lo], (acked[j].value.seq, j)
+                while r <= n:
+                    if item > tree[r]:
+                        tree[r] = item
+                    r += r & -r
+                j += 1
+            if any(p is not b and p.f == "append" and p.lo < b.lo
+                   for p in self.producers.get(b.value.id, ())):
+                continue  # a retry returns the existing, older entry
+            r = n - bisect_right(los, self.cut(b.hi))
+            best = none
+            while r > 0:
+                if tree[r] > best:
+                    best = tree[r]
+                r -= r & -r
+            if best[1] >= 0 and best[0] >= b.value.seq:
+                a = acked[best[1]]
+                self.report(Guarantee.ORDER, f"real-time:{b.lo}",
+                            f"{a} returned {short_id(a.value.id)}@{a.value.seq} before "
+                            f"{b} started, yet {b} got {short_id(b.value.id)}@"
+                            f"{b.value.seq}: seq must follow real time", a, b)
 
     def check_searches(self) -> None:
         """G4 and G8 for searches, G8 for reads: no covered, forgotten or missed entries."""
@@ -615,31 +651,35 @@ class _UserChecker:
             if c.ok and isinstance(c.value, Rec):
                 for m in c.value.covers:
                     cover_lo[m] = min(cover_lo.get(m, _INF), c.lo)
-        done_forgets = [(lo, hi, f) for lo, hi, f in self.forgets if f.ok]
+        done = sorted((f for _, _, f in self.forgets if f.ok), key=lambda f: f.hi)
+        done_his = [f.hi for f in done]
+        latest: list[_C] = []  # prefix: the forget with the latest invoke among those done
+        for f in done:
+            latest.append(f if not latest or f.lo > latest[-1].lo else latest[-1])
+        made_by: dict[str, int] = {}  # id -> when its last producer may have finished
+        for entry_id, makers in self.producers.items():
+            made_by[entry_id] = max(p.hi for p in makers)
+        covered_at = self.covered_at
         for c in self.searches + self.clean_reads:
             if self._tainted(c):
                 continue
             entries: tuple[Rec, ...] = c.value or ()
+            pos = bisect_left(done_his, c.lo)
+            gone = latest[pos - 1] if pos else None
+            if gone is not None:
+                for r in entries:
+                    if r.user_id == self.user and made_by.get(r.id, _INF) < gone.lo:
+                        self.report(Guarantee.FORGET, f"forgotten:{r.id}",
+                                    f"{c} returns {short_id(r.id)}, written before {gone} "
+                                    f"started", self.producers[r.id][0], gone, c)
+            if c.f != "search":
+                continue
             for r in entries:
-                if r.user_id != self.user:
-                    continue
-                for f_lo, f_hi, f in done_forgets:
-                    if f_hi < c.lo:
-                        makers = self.producers.get(r.id, ())
-                        if makers and all(p.hi < f_lo for p in makers):
-                            self.report(Guarantee.FORGET, f"forgotten:{r.id}",
-                                        f"{c} returns {short_id(r.id)}, written before {f} "
-                                        f"started", makers[0], f, c)
-                            break
-                if c.f != "search":
-                    continue
-                hit = self.covered_at.get(r.id)
+                hit = covered_at.get(r.id)
                 if hit is not None and hit[0] < c.lo and not self.forget_between(hit[1].lo, c.hi):
                     self.report(Guarantee.SEARCH, f"covered:{r.id}",
                                 f"{c} returns {self.who(r.id)}, covered by summary "
                                 f"{short_id(hit[2])} before the search started", hit[1], c)
-            if c.f != "search":
-                continue
             query, k = c.arg
             ids = content_ids.get(query)
             if not ids or len(ids) != 1 or k < 2:
