@@ -24,6 +24,8 @@ from nomnesia.adapters.engines import docker as docker_module
 from nomnesia.adapters.engines.docker import SPECS, ContainerSpec, build_container, container_name
 from nomnesia.suite.errors import BackendUnavailable
 
+from tests.conftest import postgres_leftovers, redis_leftovers
+
 # -- selection -----------------------------------------------------------------
 
 
@@ -95,6 +97,28 @@ def test_external_servers_are_used_and_left_clean(external_engines: Provider) ->
         client.delete(f"{namespace}:k")
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("stack", ["pgvector", "redis"])
+async def test_a_store_on_external_servers_leaves_nothing(external_engines: Provider,
+                                                         stack: str) -> None:
+    """A real stack through the external provider; its servers are empty once it closes."""
+    import asyncio
+
+    from nomnesia.adapters import ADAPTERS, open_store
+
+    if stack not in ADAPTERS:
+        pytest.skip(f"no {stack!r} stack registered yet")
+    async with open_store(stack, provider=external_engines, keep_last=2) as store:
+        for i in range(5):
+            await store.append_message("alice", "user", f"message {i} about tea")
+        assert await store.search("alice", "tea", k=3)
+        await store.compact("alice")
+        assert await store.get_history("alice")
+    urls = {engine: external_engines.url(engine) for engine in ("postgres", "redis")}
+    left = (await asyncio.to_thread(redis_leftovers, urls["redis"])
+            + await asyncio.to_thread(postgres_leftovers, urls["postgres"]))
+    assert not left, f"{stack} left data on the external servers: {left}"
 
 
 def test_closing_an_external_provider_leaves_the_servers_running(engines: Provider) -> None:
