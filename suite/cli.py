@@ -121,6 +121,8 @@ def pytest_args(ns: argparse.Namespace) -> list[str]:
         args += ["--adapter", ns.adapter]
     if ns.store:
         args += ["--store", ns.store]
+    if ns.backends:
+        args += ["--backends", ns.backends]
     if ns.json:
         args += ["--nomnesia-json", str(ns.json)]
     if ns.numprocesses:
@@ -132,8 +134,6 @@ def pytest_args(ns: argparse.Namespace) -> list[str]:
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
-    if ns.backends:
-        os.environ["NOMNESIA_BACKENDS"] = ns.backends
     bar = ns.progress == "bar" or (ns.progress == "auto" and sys.stdout.isatty())
     args = pytest_args(ns)
     if bar:
@@ -325,7 +325,9 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
 # --- entry point -------------------------------------------------------------
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="nomnesia", description=__doc__.split("\n")[0])
+    top = argparse.ArgumentParser(
+        prog="nomnesia", description="Run the memory-store conformance suite, turn its reports "
+        "into an adapter x guarantee matrix, and check what this machine can run.")
     sub = top.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the conformance suite against a store",
@@ -336,7 +338,8 @@ def parser() -> argparse.ArgumentParser:
     which.add_argument("--store", metavar="MODULE:FACTORY",
                        help="a zero-argument factory of async context managers yielding a store")
     run.add_argument("--backends", choices=("auto", "embedded", "docker", "external"),
-                     help="where engines come from (sets NOMNESIA_BACKENDS)")
+                     help="where built-in stacks get their engines "
+                          "(default: $NOMNESIA_BACKENDS, else auto)")
     run.add_argument("--json", metavar="PATH", help="write the JSON report for `nomnesia report`")
     run.add_argument("-n", dest="numprocesses", metavar="N",
                      help="pytest-xdist workers (a number or auto)")

@@ -279,18 +279,19 @@ def run_metadata(config: pytest.Config) -> dict[str, Any]:
         seed = getattr(sys.modules.get(f"{__package__}._run"), "settings", None)
         seed = getattr(seed, "seed", None) or os.environ.get("NOMNESIA_SEED")
     engines: list[str] = []
+    target = None
     if adapter:
         try:
             from nomnesia.adapters import ADAPTERS
 
             spec = ADAPTERS.get(str(adapter))
-            engines = list(spec.engines) if spec else []
+            engines, target = (list(spec.engines), spec.target) if spec else ([], None)
         except Exception:  # metadata must never break a run
-            engines = []
+            pass
     workers = _option(config, "numprocesses")
     return {
         "adapter": str(adapter) if adapter else None,
-        "store": str(store) if store else (f"nomnesia.adapters:{adapter}" if adapter else None),
+        "store": str(store) if store else target,
         "label": str(adapter or store or "unknown"),
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
