@@ -139,7 +139,7 @@ def _shrink(anomaly: Anomaly, keep_last: int, search_staleness: float) -> Anomal
 
     def shows(subset: list[_C]) -> bool:
         ops = sorted((op for c in subset for op in c.ops), key=lambda op: op.index)
-        return any(a.kind == anomaly.kind
+        return any(a.kind == anomaly.kind and a.guarantee is anomaly.guarantee
                    for a in check(ops, keep_last=keep_last, search_staleness=search_staleness,
                                   minimise=False))
 
@@ -226,12 +226,10 @@ class _UserChecker:
         """Windows from an interrupted write to the end of the next recover() after it (G10)."""
         spans = []
         for c in calls:
-            if c.f in ("append", "compact", "forget") and not c.ok and not c.failed:
-                end = _INF
-                if c.end is not None:
-                    after = [r.hi for r in recovers if r.lo > c.end.index]
-                    end = min(after, default=_INF)
-                spans.append((c.lo, end))
+            # Only a call that raised was interrupted; one still in flight is just concurrent.
+            if c.f in ("append", "compact", "forget") and c.end is not None and c.end.type == "info":
+                after = [r.hi for r in recovers if r.lo > c.end.index]
+                spans.append((c.lo, min(after, default=_INF)))
         return spans
 
     def _tainted(self, c: _C) -> bool:
