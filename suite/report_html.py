@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .contract import Guarantee
-from .reporting import FORMAT, GUARANTEE_KEYS
+from .reporting import FORMAT, GUARANTEE_KEYS, RAN_OUTCOMES
 
 __all__ = ["COLORS", "Cell", "Row", "build_matrix", "load_reports", "render_html",
            "render_markdown"]
@@ -120,6 +120,8 @@ def build_matrix(reports: Iterable[Mapping[str, Any]]) -> list[Row]:
             failed = set(test.get("failed_guarantees", ()))
             if outcome in ("failed", "error"):
                 row.failures.append((str(test["nodeid"]), str(test.get("message", ""))))
+            if outcome not in RAN_OUTCOMES:
+                continue  # a skipped test exercised nothing
             for name in set(test.get("guarantees", ())) | failed:
                 cell = row.cells.get(name)
                 if cell is None:

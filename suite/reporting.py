@@ -132,7 +132,8 @@ def _first_line(report: pytest.TestReport) -> str:
 
 
 def _exercised(item: pytest.Item) -> list[str]:
-    """The guarantees a test checks: its marks, else the Guarantees its code refers to.
+    """The guarantees a test checks: its marks, else the Guarantees its code refers to
+    (plus a ``g7`` in its name, and Inputs for an ``inputs`` module).
 
     The code is read from the function's bytecode names, following the suite's
     own helpers a few calls deep, so a test that calls ``expect(..., G7, ...)``
@@ -149,11 +150,10 @@ def _exercised(item: pytest.Item) -> list[str]:
     function = getattr(item, "function", None)
     if callable(function):
         keys.update(_referenced(function, getattr(item, "cls", None), depth=3, seen=set()))
-    if not keys:
-        keys.update(f"G{int(m.group(1))}" for m in _NAME_G.finditer(item.nodeid)
-                    if int(m.group(1)) in _TITLES)
-        if re.search(r"(?:^|[/_])inputs?(?:[_.]|$)", item.nodeid.split("::")[0], re.I):
-            keys.add("Inputs")
+    keys.update(f"G{int(m.group(1))}" for m in _NAME_G.finditer(item.nodeid)
+                if int(m.group(1)) in _TITLES)
+    if re.search(r"(?:^|[/_])inputs?(?:[_.]|$)", item.nodeid.split("::")[0], re.I):
+        keys.add("Inputs")  # the Inputs section has no Guarantee member of its own in use
     return _ordered(keys)
 
 
@@ -243,6 +243,8 @@ class JsonReporter:
         terminalreporter.write_line(f"nomnesia: JSON report written to {self.path}")
 
 
+RAN_OUTCOMES: frozenset[str] = frozenset({"passed", "failed", "error", "xpassed"})
+"""Outcomes of tests that ran: only these exercise a guarantee."""
 _RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "xpassed": 2, "failed": 3, "error": 4}
 
 
@@ -329,6 +331,8 @@ def guarantee_verdicts(tests: Iterable[Mapping[str, Any]]) -> dict[str, dict[str
         key: {"verdict": "not exercised", "tests": 0, "failed": 0, "first_failure": None}
         for key in GUARANTEE_KEYS}
     for test in tests:
+        if test.get("outcome") not in RAN_OUTCOMES:
+            continue  # a skipped test exercised nothing
         failed = set(test.get("failed_guarantees", ()))
         for key in set(test.get("guarantees", ())) | failed:
             cell = verdicts[key]
