@@ -122,7 +122,7 @@ class TieredMemoryStore:
             return await asyncio.wait_for(awaitable, self.timeout)
         except (ValueError, TypeError, MemoryStoreError, StalePrefix):
             raise
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):  # distinct classes before Python 3.11
             raise BackendTimeout(backend, self.timeout) from None
         except Exception as exc:
             raise BackendUnavailable(backend, f"{type(exc).__name__}: {exc}") from exc

@@ -13,14 +13,15 @@ For each point: run the operation that passes it with the point armed, then
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import pytest
+from nomnesia.adapters import open_store
 from nomnesia.adapters.archive import InMemoryArchive
 from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
-from nomnesia.adapters.stacks import open_pgvector
 from nomnesia.adapters.tiered import FAILPOINTS, TieredMemoryStore
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 from nomnesia.suite.failpoints import Action, armed
@@ -37,12 +38,17 @@ async def _memory_stack(**_: Any) -> AsyncIterator[TieredMemoryStore]:
         yield store
 
 
-@pytest.fixture(params=["memory", "pgvector"])
+# Every engine stack shares TieredMemoryStore; pgvector is swept by default, others on demand:
+# NOMNESIA_SWEEP_STACKS=pgvector,qdrant,milvus python -m pytest tests/test_failpoint_sweep.py
+STACKS = ["memory", *os.environ.get("NOMNESIA_SWEEP_STACKS", "pgvector").split(",")]
+
+
+@pytest.fixture(params=[s for s in STACKS if s])
 def open_stack(request: pytest.FixtureRequest) -> Callable[[], AbstractAsyncContextManager[Any]]:
     if request.param == "memory":
         return _memory_stack
     engines = request.getfixturevalue("engines")
-    return lambda: open_pgvector(provider=engines, keep_last=KEEP)
+    return lambda: open_store(request.param, provider=engines, keep_last=KEEP)
 
 
 def _differences(report: Any) -> set[tuple[str, str, str]]:
