@@ -227,7 +227,8 @@ class _UserChecker:
         spans = []
         for c in calls:
             # Only a call that raised was interrupted; one still in flight is just concurrent.
-            if c.f in ("append", "compact", "forget") and c.end is not None and c.end.type == "info":
+            raised = c.end is not None and c.end.type == "info"
+            if raised and c.f in ("append", "compact", "forget") and c.end is not None:
                 after = [r.hi for r in recovers if r.lo > c.end.index]
                 spans.append((c.lo, min(after, default=_INF)))
         return spans

@@ -88,6 +88,7 @@ class Outcome:
     search_staleness: float
     seconds: float
     check_seconds: float = 0.0
+    round: int = 0
 
     def __bool__(self) -> bool:
         return not self.anomalies
@@ -104,6 +105,12 @@ class Outcome:
                 done[key] = done.get(key, 0) + 1
         return dict(sorted(done.items()))
 
+    def detail(self, first: int = 3) -> str:
+        """The failure message without the leading guarantee (``GuaranteeViolation`` adds it)."""
+        text = self.report(first)
+        head = f"{self.guarantee}: "
+        return text[len(head):] if text.startswith(head) else text
+
     def report(self, first: int = 3) -> str:
         """The failure message: first anomalies (each minimal), counts, and the replay line."""
         lines = [str(a) for a in self.anomalies[:first]]
@@ -112,18 +119,23 @@ class Outcome:
         calls = ", ".join(f"{k} {v}" for k, v in self.counts().items())
         lines.append(f"history: {len(self.history)} ops ({calls}); keep_last={self.keep_last}, "
                      f"search_staleness={self.search_staleness:g}")
-        lines.append(f"replay with NOMNESIA_SEED={self.workload.seed} "
-                     f"(or --nomnesia-seed {self.workload.seed})")
+        lines.append(f"round {self.round + 1}, {self.seconds:.2f} s; replay with "
+                     f"--nomnesia-seed {self.workload.seed} (or NOMNESIA_SEED="
+                     f"{self.workload.seed})")
         return "\n".join(lines)
 
 
 def resolve_seed(seed: int | None = None) -> int:
-    """The seed argument, else ``NOMNESIA_SEED``, else a fresh random one (print it!)."""
-    if seed is not None:
-        return seed
+    """``NOMNESIA_SEED`` if set, else the seed argument, else a fresh random one (print it!).
+
+    The environment wins so that a failure can be replayed without touching
+    the code or the command line that passed the seed.
+    """
     env = os.environ.get("NOMNESIA_SEED", "").strip()
     if env:
         return int(env)
+    if seed is not None:
+        return seed
     return random.SystemRandom().randrange(2**32)
 
 
@@ -241,7 +253,7 @@ async def _quiesce(store: Any, history: History, workload: Workload) -> list[Ano
     for user in workload.users:
         final: list[Rec] = []
 
-        async def read(user: str = user) -> list[Any]:
+        async def read(user: str = user, final: list[Rec] = final) -> list[Any]:
             result: list[Any] = await store.get_history(user, _FINAL_LIMIT)
             final.extend(
                 Rec(e.id, e.seq, e.role, tuple(e.covers), e.user_id) for e in result)
@@ -285,7 +297,7 @@ async def _search_until_found(client: _Client, user: str, query: str, entry_id: 
     while True:
         hits: list[str] = []
 
-        async def search() -> list[Any]:
+        async def search(hits: list[str] = hits) -> list[Any]:
             result: list[Any] = await client.store.search(user, query, 5)
             hits.extend(e.id for e in result)
             return result
@@ -318,7 +330,7 @@ StoreFactory = Callable[[], AbstractAsyncContextManager[Any]]
 
 
 async def run_rounds(factory: StoreFactory, workload: Workload, rounds: int) -> list[Outcome]:
-    """``rounds`` rounds, each on a fresh store with its own derived seed; stops at the first failure.
+    """Rounds on fresh stores, each with its own derived seed; stops at the first failure.
 
     The derived seeds come from ``workload.seed``, so one number replays them all.
     """
@@ -328,6 +340,7 @@ async def run_rounds(factory: StoreFactory, workload: Workload, rounds: int) -> 
         async with _open(factory) as store:
             outcome = await run(store, this)
         outcome.workload = replace(this, seed=workload.seed)
+        outcome.round = i
         outcomes.append(outcome)
         if not outcome:
             break
