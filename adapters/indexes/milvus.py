@@ -69,6 +69,12 @@ class MilvusIndex:
         self._sync: MilvusClient | None = None
         self._async: AsyncMilvusClient | None = None
         self._created = False
+        # Milvus Lite searches its memtable row by row and never flushes it
+        # until 128 MiB: every ``lite_flush_every`` written rows, flush and
+        # compact, which keeps queries ~10x faster (bench/bench_indexes.py).
+        self.lite_flush_every = 1000 if self._lite else 0
+        self._unflushed = 0
+        self._flushing = asyncio.Lock()
 
     def _filter(self, user_id: str) -> tuple[str, dict[str, Any]]:
         return user_filter(user_id, templates=not self._lite)
@@ -109,12 +115,29 @@ class MilvusIndex:
                  "user_id": e.user_id, "entry_id": e.id, "vec": [float(x) for x in v]}
                 for e, v in zip(entries, vectors, strict=True)]
         await bounded(self.name, self.timeout, self._client().upsert(self.namespace, rows))
+        await self._wrote(len(rows))
+
+    async def _wrote(self, rows: int) -> None:
+        self._unflushed += rows
+        if not self.lite_flush_every or self._unflushed < self.lite_flush_every:
+            return
+        async with self._flushing:
+            if self._unflushed < self.lite_flush_every or self._sync is None:
+                return
+            self._unflushed = 0
+            sync = self._sync
+
+            def flush_and_compact() -> None:
+                sync.flush(self.namespace)
+                sync.compact(self.namespace)
+            await bounded(self.name, self.timeout, asyncio.to_thread(flush_and_compact))
 
     async def delete(self, user_id: str, entry_ids: Sequence[str]) -> None:
         if not entry_ids:
             return
         pks = [str(point_uuid(user_id, i)) for i in entry_ids]
         await bounded(self.name, self.timeout, self._client().delete(self.namespace, ids=pks))
+        await self._wrote(len(pks))
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
         check_k(k)

@@ -58,7 +58,9 @@ class QdrantIndex:
             self._created = True
             if self._server:  # local mode ignores payload indexes (and warns)
                 await self._client.create_payload_index(
-                    self.namespace, "user_id", models.PayloadSchemaType.KEYWORD, wait=True)
+                    self.namespace, "user_id",
+                    models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD,
+                                              is_tenant=True), wait=True)
         await bounded(self.name, self.timeout, run())
 
     async def drop(self) -> None:
