@@ -258,7 +258,17 @@ def _in_suite(path: Path) -> bool:
         return False
 
 
-class SuiteModule(pytest.Module):
+class _OwnNaming:
+    """The suite's names are ``Test*`` and ``test_*`` whatever the caller's ini says."""
+
+    def classnamefilter(self, name: str) -> bool:
+        return name.startswith("Test")
+
+    def funcnamefilter(self, name: str) -> bool:
+        return name.startswith("test")
+
+
+class SuiteModule(_OwnNaming, pytest.Module):
     """A suite file, always imported under its real name ``nomnesia.suite.test_x``.
 
     From an editable install pytest's default import mode would import
@@ -268,6 +278,19 @@ class SuiteModule(pytest.Module):
 
     def _getobj(self) -> Any:
         return importlib.import_module(f"{_PACKAGE}.{self.path.stem}")
+
+
+class SuiteClass(_OwnNaming, pytest.Class):
+    """A suite class, collected by the suite's own naming rules."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str,
+                              obj: object) -> pytest.Class | None:
+    if isinstance(collector, SuiteModule) and isinstance(obj, type) \
+            and collector.classnamefilter(name) and getattr(obj, "__test__", True):
+        return SuiteClass.from_parent(collector, name=name, obj=obj)
+    return None
 
 
 class SuitePackage(pytest.Package):
