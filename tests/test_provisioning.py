@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -246,10 +247,65 @@ def test_sigkill_leaves_no_engine_and_no_directory() -> None:
     assert gone, f"left behind: {_alive(processes)}, directory exists: {directory.exists()}"
 
 
+_XDIST_RUN = textwrap.dedent("""
+    import json, os, time
+    import pytest
+    from nomnesia.adapters.engines import EmbeddedProvider
+
+    @pytest.fixture(scope="session")
+    def engines():
+        with EmbeddedProvider() as provider:
+            yield provider
+
+    @pytest.mark.parametrize("i", range(2))
+    def test_hold(engines, i, tmp_path_factory):
+        engines.urls("postgres", "redis")
+        info = {"worker": os.getpid(), "dir": str(engines.directory),
+                "groups": engines.process_groups()}
+        with open(os.environ["REPORT_DIR"] + f"/{os.getpid()}.json", "w") as out:
+            json.dump(info, out)
+        time.sleep(120)
+""")
+
+
+def test_sigkill_of_an_xdist_run_leaves_nothing(tmp_path: Path) -> None:
+    """Killing only the controller: its workers live on in their tests, their engines must not."""
+    pytest.importorskip("xdist")
+    (tmp_path / "test_hold.py").write_text(_XDIST_RUN)
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    argv = [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider",
+            str(tmp_path / "test_hold.py")]
+    run = subprocess.Popen(argv, cwd=tmp_path,
+                           env={**os.environ, "REPORT_DIR": str(reports)},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    infos: list[dict[str, object]] = []
+    try:
+        assert _poll(lambda: len(list(reports.glob("*.json"))) == 2, 60), "workers never started"
+        infos = [json.loads(path.read_text()) for path in reports.glob("*.json")]
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    groups = {group for info in infos for group in info["groups"]}  # type: ignore[attr-defined]
+    dirs = [Path(str(info["dir"])) for info in infos]
+
+    def engines_alive() -> bool:
+        return any(_pgid(p) in groups for p in _alive(list(psutil.process_iter())))
+
+    try:
+        assert _poll(lambda: not engines_alive() and not any(d.exists() for d in dirs), 10), (
+            f"engines alive: {engines_alive()}, dirs left: {[d for d in dirs if d.exists()]}")
+    finally:
+        for info in infos:  # the orphaned workers are ours to stop
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(str(info["worker"])), signal.SIGKILL)
+
+
 def test_exit_without_close_leaves_nothing() -> None:
     """A process that forgets ``close()``: the watchdog still removes the directory."""
     script = textwrap.dedent("""
-        import json
+        import contextlib
+import json
         from nomnesia.adapters.engines import get_provider
         provider = get_provider("embedded")
         provider.urls("postgres", "redis")

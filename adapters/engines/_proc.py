@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-__all__ = ["Watchdog", "free_port", "kill_group", "spawn"]
+__all__ = ["Watchdog", "free_port", "kill_group", "run_owners", "spawn"]
 
 T = TypeVar("T")
 
@@ -139,14 +139,23 @@ def free_port() -> int:
         return port
 
 
+def run_owners() -> list[int]:
+    """Processes whose death ends the run besides our own: the xdist controller, in a worker."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.getppid() > 1:
+        return [os.getppid()]
+    return []
+
+
 class Watchdog:
     """A detached process that cleans up after us if we die without ``close()``."""
 
-    def __init__(self) -> None:
+    def __init__(self, also_watch: Sequence[int] = ()) -> None:
+        """``also_watch``: more pids whose death means the run is over (an xdist controller)."""
         read_end, self._write_end = os.pipe()
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(_WATCHDOG), str(os.getpid())],
+                [sys.executable, "-I", "-S", str(_WATCHDOG), str(os.getpid()),
+                 *map(str, also_watch)],
                 stdin=read_end, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 start_new_session=True,
             )

@@ -5,7 +5,10 @@ dies, but not the children PostgreSQL forks, and nothing removes the data
 directory. This script runs detached (its own session, so a signal to the test
 run's process group does not take it down too), reads commands on stdin, and
 cleans up when stdin reaches EOF without ``done`` or its parent pid changes:
-both mean the owner is gone, SIGKILL included.
+both mean the owner is gone, SIGKILL included. Extra pids on the command line
+are watched too: an xdist worker passes its controller, because a worker whose
+controller was SIGKILLed keeps running its current test, engines and all,
+until it next talks to the dead controller.
 
 It is run by path with ``python -I -S`` and imports only the standard library,
 so it starts in a few milliseconds. Commands, one per line:
@@ -73,13 +76,24 @@ def cleanup(groups: set[int], dirs: list[str], segments: Sequence[int] = (),
             shutil.rmtree(path, ignore_errors=True)
 
 
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 def main(argv: list[str]) -> int:
     parent = int(argv[1])
+    also = [int(pid) for pid in argv[2:]]
     groups: set[int] = set()
     dirs: list[str] = []
     segments: list[int] = []
     pending = b""
-    while os.getppid() == parent:
+    while os.getppid() == parent and not any(_gone(pid) for pid in also):
         ready, _, _ = select.select([0], [], [], 0.1)
         if not ready:
             continue

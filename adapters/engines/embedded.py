@@ -31,7 +31,7 @@ from nomnesia.suite.errors import BackendUnavailable
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from ._base import EMBEDDED_HINT, Provider
-from ._proc import Watchdog, free_port, kill_group, spawn
+from ._proc import Watchdog, free_port, kill_group, run_owners, spawn
 
 __all__ = ["EmbeddedProvider", "postgres_bin_dir", "redis_server_path", "valkey_server_path"]
 
@@ -161,7 +161,7 @@ class EmbeddedProvider(Provider):
         with self._setup_lock:
             if self._dir is None:
                 as_user = _unprivileged_ids() if os.geteuid() == 0 else None
-                watchdog = Watchdog()  # first: nothing may exist that no one would remove
+                watchdog = Watchdog(run_owners())  # first: nothing may exist that no one removes
                 try:
                     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
                     path = Path(tempfile.mkdtemp(prefix=f"nomnesia-engines-{worker}-",
