@@ -68,6 +68,7 @@ class ProgressBar:
         tr = config.pluginmanager.get_plugin("terminalreporter")
         if self.bar and tr is not None and config.get_verbosity() <= 0:
             self._tr = tr
+            tr.showfspath = False  # a file name per module would break the bar's line
             config.pluginmanager.register(_QuietLetters(), "nomnesia-quiet-letters")
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -137,7 +138,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
     bar = ns.progress == "bar" or (ns.progress == "auto" and sys.stdout.isatty())
     args = pytest_args(ns)
     if bar:
-        args = ["-q", "-o", "console_output_style=classic", *args]
+        args = ["-o", "console_output_style=classic", *args]  # no "[ 40%]" either
     print("nomnesia: python -m pytest " + " ".join(args), flush=True)
     # Also as an object: this process imported it already, and `-p` alone would warn
     # that it cannot be assertion-rewritten; `-p` then sees it registered and skips it.
