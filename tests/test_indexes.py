@@ -54,7 +54,9 @@ def _openers(tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, Opener
 
     async def milvus(namespace: str) -> Any:
         from nomnesia.adapters.indexes.milvus import MilvusIndex
-        index = MilvusIndex(str(tmp_path / "milvus.db"), namespace=namespace, dim=DIM)
+        uri = str(tmp_path / "milvus.db")
+        request.addfinalizer(lambda: _release_milvus_lite(uri))
+        index = MilvusIndex(uri, namespace=namespace, dim=DIM)
         await index.create()
         return index
 
@@ -76,6 +78,12 @@ def _openers(tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, Opener
 
     return {"memory": _open_memory, "qdrant": qdrant, "qdrant-edge": qdrant_edge,
             "milvus": milvus, "redis-vsets": redis_vsets, "redis-search": redis_search}
+
+
+def _release_milvus_lite(uri: str) -> None:
+    """Milvus Lite serves a .db from a thread until released: stop it with the test."""
+    from milvus_lite.server_manager import server_manager_instance
+    server_manager_instance.release_server(uri)
 
 
 BACKENDS = ["memory", "qdrant", "qdrant-edge", "milvus", "redis-vsets", "redis-search"]
@@ -277,6 +285,22 @@ async def test_milvus_injection_in_filter_reads_nothing(tmp_path: Path) -> None:
         assert await index.ids("victim") == {"secret"}
     finally:
         await index.aclose()
+        _release_milvus_lite(str(tmp_path / "m.db"))
+
+
+async def test_milvus_ids_beyond_one_query_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More rows than one query may return: ``ids`` falls back to an iterator."""
+    from nomnesia.adapters.indexes import milvus
+    monkeypatch.setattr(milvus, "_PAGE", 3)
+    index = milvus.MilvusIndex(dim=DIM)
+    await index.create()
+    try:
+        rng = random.Random(SEED + 6)
+        await index.upsert([entry("u", e) for e in ENTRY_IDS], [unit(rng) for _ in ENTRY_IDS])
+        await index.upsert([entry("v", "other")], [unit(rng)])
+        assert await index.ids("u") == set(ENTRY_IDS)
+    finally:
+        await index.aclose()
 
 
 def test_redis_vset_keys_are_hex_under_the_namespace() -> None:
@@ -306,3 +330,30 @@ async def test_private_qdrant_edge_root_is_removed_on_close() -> None:
     assert root.exists()
     await index.aclose()
     assert not root.exists()
+
+
+@pytest.mark.parametrize("backend_name", ["qdrant", "milvus", "redis-vsets", "redis-search"])
+async def test_a_down_server_raises_naming_the_backend(backend_name: str) -> None:
+    """G12: nothing listens on port 1; each call fails fast, naming the backend."""
+    import time
+
+    from nomnesia.suite.errors import BackendUnavailable
+    index: Any
+    if backend_name == "qdrant":
+        from nomnesia.adapters.indexes.qdrant import QdrantIndex
+        index = QdrantIndex("http://127.0.0.1:1", dim=DIM, timeout=1.0)
+    elif backend_name == "milvus":
+        from nomnesia.adapters.indexes.milvus import MilvusIndex
+        index = MilvusIndex("http://127.0.0.1:1", dim=DIM, timeout=1.0)
+    elif backend_name == "redis-vsets":
+        from nomnesia.adapters.indexes.redis_vsets import RedisVsetIndex
+        index = RedisVsetIndex("redis://127.0.0.1:1/0", dim=DIM, timeout=1.0)
+    else:
+        from nomnesia.adapters.indexes.redis_search import RedisSearchIndex
+        index = RedisSearchIndex("redis://127.0.0.1:1/0", dim=DIM, timeout=1.0)
+    started = time.monotonic()
+    with pytest.raises(BackendUnavailable) as caught:
+        await index.create()
+    assert caught.value.backend == index.name
+    assert time.monotonic() - started < 5
+    await index.aclose()

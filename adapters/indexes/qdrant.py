@@ -40,7 +40,8 @@ class QdrantIndex:
         self.timeout = timeout
         self._server = target.startswith(("http://", "https://"))
         if self._server:
-            self._client = AsyncQdrantClient(url=target, timeout=max(1, int(timeout)))
+            self._client = AsyncQdrantClient(url=target, timeout=max(1, int(timeout)),
+                                             check_compatibility=False)
         elif target == ":memory:":
             self._client = AsyncQdrantClient(location=":memory:")
         else:
