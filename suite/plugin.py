@@ -62,6 +62,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                                             "(default 120)")
     group.addoption("--nomnesia-seed", dest="nomnesia_seed", type=int, default=None,
                     metavar="N", help="seed of the randomised tests (default: random, printed)")
+    from . import reporting
+
+    reporting.add_options(group)  # --nomnesia-json PATH: the per-test, per-guarantee report
 
 
 def resolve_factory(spec: str, rootdir: Path | None = None) -> Callable[..., Any]:
@@ -118,6 +121,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
     config.stash[_SEED] = int(seed)
+    config.addinivalue_line("markers", "guarantee(*guarantees): the SPEC.md guarantees a "
+                                       "nomnesia suite test exercises")
+    from . import reporting
+
+    reporting.configure(config)
     if store or adapter or _collects_suite(config):
         from . import _run
 

@@ -216,3 +216,13 @@ def test_seed_is_printed_and_replayed(pytester: pytest.Pytester) -> None:
                                 "--nomnesia-seed", "1234", "-k", "random_user_ids", *QUIET)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*seed 1234 (replay with --nomnesia-seed 1234)*"])
+
+
+def test_every_suite_test_has_troubleshooting() -> None:
+    from nomnesia.suite.standard import MemoryStoreSuite
+
+    tests = [name for name in dir(MemoryStoreSuite) if name.startswith("test_")]
+    assert len(tests) >= 30
+    missing = [name for name in tests
+               if "Troubleshooting" not in (getattr(MemoryStoreSuite, name).__doc__ or "")]
+    assert not missing
