@@ -304,8 +304,7 @@ def test_sigkill_of_an_xdist_run_leaves_nothing(tmp_path: Path) -> None:
 def test_exit_without_close_leaves_nothing() -> None:
     """A process that forgets ``close()``: the watchdog still removes the directory."""
     script = textwrap.dedent("""
-        import contextlib
-import json
+        import json
         from nomnesia.adapters.engines import get_provider
         provider = get_provider("embedded")
         provider.urls("postgres", "redis")
@@ -332,7 +331,7 @@ def _pgid(proc: psutil.Process) -> int | None:
 def test_no_directory_without_a_watchdog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """If the watchdog cannot start, nothing is created that nobody would remove."""
 
-    def broken() -> None:
+    def broken(*args: object) -> None:
         raise PermissionError("cannot start the watchdog")
 
     monkeypatch.setattr(embedded_module, "Watchdog", broken)
