@@ -340,6 +340,18 @@ def test_no_directory_without_a_watchdog(tmp_path: Path, monkeypatch: pytest.Mon
     assert list(tmp_path.iterdir()) == []
 
 
+def test_adopted_processes_are_stopped_on_close(provider: EmbeddedProvider) -> None:
+    """An engine restarted by someone else (a fault injector) is still ours to stop."""
+    from nomnesia.adapters.engines._proc import spawn
+
+    provider.url("redis")
+    proc = spawn([sys.executable, "-c", "import time; time.sleep(60)"])
+    provider.adopt("redis", proc)
+    assert proc.pid in provider.process_groups()
+    provider.close()
+    assert proc.poll() is not None
+
+
 def test_get_provider_embedded_by_name() -> None:
     provider = get_provider("embedded")
     assert isinstance(provider, EmbeddedProvider)

@@ -157,6 +157,15 @@ class EmbeddedProvider(Provider):
         with self._setup_lock:
             return [item.proc.pid for item in self._running]
 
+    def adopt(self, engine: str, proc: subprocess.Popen[bytes], *, log: Path | None = None,
+              stop_signal: int = signal.SIGKILL) -> None:
+        """Make a process started elsewhere (an engine restarted by a fault injector) ours:
+        the watchdog kills its group if we die, and ``close()`` stops it."""
+        if self._watchdog is not None:
+            self._watchdog.watch_group(proc.pid)
+        with self._setup_lock:
+            self._running.append(_Running(engine, proc, log or Path(os.devnull), stop_signal))
+
     def _workdir(self) -> Path:
         with self._setup_lock:
             if self._dir is None:
