@@ -15,9 +15,11 @@ in the database even across processes. Ids and contents are stored as bytea
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
+import psycopg
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 from psycopg import AsyncConnection, sql
 from psycopg.rows import TupleRow
@@ -100,15 +102,20 @@ def _ddl(text: str, schema: str) -> sql.Composed:
     return sql.SQL(text).format(s=sql.Identifier(_check_schema(schema)))
 
 
-async def create_pool(dsn: str, *, max_size: int = 8, timeout: float = 5.0) -> AsyncConnectionPool:
-    """An open pool in autocommit mode: every statement here is its own transaction."""
+async def create_pool(dsn: str, *, max_size: int = 8, timeout: float = 5.0,
+                      application_name: str = "nomnesia") -> AsyncConnectionPool:
+    """An open pool in autocommit mode: every statement here is its own transaction.
+
+    ``application_name`` (the stack passes its namespace) lets an operator see
+    in ``pg_stat_activity`` which store a connection belongs to.
+    """
 
     async def configure(conn: AsyncConnection[TupleRow]) -> None:
         await conn.set_autocommit(True)
 
     pool: AsyncConnectionPool = AsyncConnectionPool(
         dsn, min_size=1, max_size=max_size, open=False, configure=configure, timeout=timeout,
-        kwargs={"connect_timeout": max(1, int(timeout))})
+        kwargs={"connect_timeout": max(1, int(timeout)), "application_name": application_name})
     await pool.open(wait=True, timeout=timeout)
     return pool
 
@@ -116,6 +123,22 @@ async def create_pool(dsn: str, *, max_size: int = 8, timeout: float = 5.0) -> A
 async def drop_schema(pool: AsyncConnectionPool, schema: str) -> None:
     async with pool.connection() as conn:
         await conn.execute(_ddl("DROP SCHEMA IF EXISTS {s} CASCADE", schema))
+
+
+@asynccontextmanager
+async def _connection(pool: AsyncConnectionPool) -> AsyncIterator[AsyncConnection[TupleRow]]:
+    """A pooled connection; a broken one makes the pool check all the others at once.
+
+    A restarted server breaks every pooled connection together: without the
+    check each of them would fail one operation in turn before being replaced.
+    """
+    try:
+        async with pool.connection() as conn:
+            yield conn
+    except psycopg.OperationalError:
+        with suppress(Exception):
+            await pool.check()
+        raise
 
 
 def _b(text: str) -> bytes:
@@ -160,7 +183,7 @@ class PostgresArchive:
         With ``reuse`` an existing schema is kept (reopening a store's data);
         without, an existing schema is an error: two stores never share one.
         """
-        async with self._pool.connection() as conn, conn.transaction():
+        async with _connection(self._pool) as conn, conn.transaction():
             if reuse:
                 cur = await conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
                                          (self._schema,))
@@ -173,7 +196,7 @@ class PostgresArchive:
         await drop_schema(self._pool, self._schema)
 
     async def _rows(self, query: sql.Composed, params: Sequence[Any]) -> list[TupleRow]:
-        async with self._pool.connection() as conn:
+        async with _connection(self._pool) as conn:
             cur = await conn.execute(query, params)
             return await cur.fetchall()
 
@@ -231,7 +254,7 @@ class PostgresArchive:
                 raise
 
     async def _rows_none(self, query: sql.Composed, params: Sequence[Any]) -> None:
-        async with self._pool.connection() as conn:
+        async with _connection(self._pool) as conn:
             await conn.execute(query, params)
 
     async def pending(self, user_id: str | None = None) -> list[tuple[int, str]]:
@@ -283,7 +306,7 @@ class PgVectorIndex:
 
     async def create(self) -> None:
         """Create the vectors table inside the (existing) schema."""
-        async with self._pool.connection() as conn:
+        async with _connection(self._pool) as conn:
             await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             await conn.execute(sql.SQL(
                 "CREATE TABLE IF NOT EXISTS {s}.vectors (uid text NOT NULL, id bytea NOT NULL, "
@@ -299,7 +322,7 @@ class PgVectorIndex:
                   for e, v in zip(entries, vectors, strict=True)]
         if not params:
             return
-        async with self._pool.connection() as conn:
+        async with _connection(self._pool) as conn:
             if len(params) == 1:
                 await conn.execute(self._sql_upsert, params[0])
             else:
@@ -308,21 +331,21 @@ class PgVectorIndex:
 
     async def delete(self, user_id: str, entry_ids: Sequence[str]) -> None:
         if entry_ids:
-            async with self._pool.connection() as conn:
+            async with _connection(self._pool) as conn:
                 await conn.execute(self._sql_delete, (user_id, [_b(i) for i in entry_ids]))
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
-        async with self._pool.connection() as conn:
+        async with _connection(self._pool) as conn:
             cur = await conn.execute(self._sql_query, (user_id, self._text(vector), k))
             return [bytes(r[0]).decode() for r in await cur.fetchall()]
 
     async def ids(self, user_id: str) -> set[str]:
-        async with self._pool.connection() as conn:
+        async with _connection(self._pool) as conn:
             cur = await conn.execute(self._sql_ids, (user_id,))
             return {bytes(r[0]).decode() for r in await cur.fetchall()}
 
     async def delete_user(self, user_id: str) -> None:
-        async with self._pool.connection() as conn:
+        async with _connection(self._pool) as conn:
             await conn.execute(self._sql_delete_user, (user_id,))
 
     async def aclose(self) -> None:

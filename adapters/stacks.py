@@ -105,7 +105,8 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
             provider = get_provider()
             outer.push_async_callback(asyncio.to_thread, provider.close)
         urls: dict[str, str] = await asyncio.to_thread(provider.urls, *needed)
-        pool = await create_pool(urls["postgres"], max_size=pool_size, timeout=timeout)
+        pool = await create_pool(urls["postgres"], max_size=pool_size, timeout=timeout,
+                                 application_name=namespace)
         outer.push_async_callback(pool.close)
         archive = PostgresArchive(pool, namespace)
         await archive.create(reuse=reuse)

@@ -202,3 +202,27 @@ async def test_a_named_namespace_reopens_and_finishes_a_crashed_write(engines: A
         await drop_schema(pool, namespace)
         await pool.close()
         await drop_namespace(engines.url("redis"), namespace)
+
+
+async def test_broken_connections_cost_one_failed_operation_not_one_each(engines: Any) -> None:
+    """A restarted server breaks every pooled connection: the pool must drop them together."""
+    async with open_pgvector(provider=engines, pool_size=4) as store:
+        namespace = store.archive._schema  # type: ignore[attr-defined]
+        await asyncio.gather(*(store.append_message(f"u{i}", "user", "warm") for i in range(8)))
+        async with await psycopg.AsyncConnection.connect(engines.url("postgres"),
+                                                         autocommit=True) as admin:
+            await admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                "WHERE application_name = %s", (namespace,))
+        failures, acked = 0, []
+        for i in range(8):
+            try:
+                acked.append((await store.append_message("ann", "user", f"after {i}",
+                                                         message_id=f"a{i}")).id)
+            except BackendUnavailable as exc:
+                assert "postgres" in str(exc)
+                failures += 1
+        assert failures <= 1
+        await store.recover()
+        assert await store.consistent_state("ann")
+        ids = [e.id for e in await store.get_history("ann", 20)]
+        assert [i for i in ids if i in acked] == acked
