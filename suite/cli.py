@@ -49,6 +49,8 @@ class ProgressBar:
         self.named = 0
         self.unnamed = 0
         self.guarantees: set[str] = set()
+        self._failed: dict[str, bool] = {}
+        """nodeid -> whether its failure named a guarantee."""
         self._drawn = 0.0
         self._tr: pytest.TerminalReporter | None = None
 
@@ -82,11 +84,12 @@ class ProgressBar:
         if not report.failed:
             return
         named = failed_guarantees(failure_text(report))
-        if named:
-            self.named += 1
-            self.guarantees.update(named)
-        else:
-            self.unnamed += 1
+        self.guarantees.update(named)
+        seen = self._failed.get(report.nodeid)
+        if seen is None or (named and not seen):  # a test counts once (call, then teardown)
+            self._failed[report.nodeid] = bool(named)
+            self.named = sum(self._failed.values())
+            self.unnamed = len(self._failed) - self.named
 
     def pytest_runtest_logfinish(self, nodeid: str, location: object) -> None:
         self.done += 1
