@@ -226,3 +226,31 @@ async def test_broken_connections_cost_one_failed_operation_not_one_each(engines
         assert await store.consistent_state("ann")
         ids = [e.id for e in await store.get_history("ann", 20)]
         assert [i for i in ids if i in acked] == acked
+
+
+def _children() -> set[int]:
+    """Pids of this process's direct children (engines started by a provider)."""
+    import os
+    from pathlib import Path
+
+    found = set()
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines()
+                          if ":\t" in line)
+        except OSError:
+            continue
+        if fields.get("PPid", "").strip() == str(os.getpid()):
+            found.add(int(status.parent.name))
+    return found
+
+
+async def test_without_a_provider_the_stack_starts_and_stops_its_own_engines(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NOMNESIA_BACKENDS", "embedded")
+    before = _children()
+    async with open_store("pgvector") as store:
+        assert _children() - before, "expected embedded engines started by the stack"
+        await store.append_message("ann", "user", "x")
+        assert [e.content for e in await store.get_history("ann")] == ["x"]
+    assert _children() - before == set()
