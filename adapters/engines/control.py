@@ -1,0 +1,226 @@
+"""Engine faults for the nemesis: pause, resume, kill and restart an embedded engine.
+
+A store must survive its engines misbehaving, not only its own process: a
+PostgreSQL frozen by the scheduler (SIGSTOP), a Redis that crashes and comes
+back empty, a PostgreSQL that crashes and replays its WAL. This module does
+those things to the engines of an :class:`EmbeddedProvider`, on the same port
+and data directory, so clients reconnect to the same URL.
+
+The provider exposes only ``process_groups()`` and ``directory``; each
+engine's command line, user and log are read from ``/proc`` (Linux only), and
+a restarted engine is spawned here like the provider spawns its own
+(process group, PDEATHSIG) and stopped by :meth:`EngineControl.close`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from nomnesia.suite.errors import BackendUnavailable
+
+from ._proc import kill_group, spawn
+from .embedded import EmbeddedProvider
+
+__all__ = ["EngineControl"]
+
+_BINARIES = {"postgres": "postgres", "redis": "redis-server", "valkey": "valkey-server"}
+READY_TIMEOUT = 30.0
+
+
+@dataclass
+class _Engine:
+    name: str
+    port: int
+    argv: list[str]
+    uid: int
+    gid: int
+    cwd: str
+    log: str
+    pid: int  # process group leader of the running instance
+    proc: subprocess.Popen[bytes] | None = None  # set once we restarted it
+    stopped: bool = False
+
+
+def _proc_info(pid: int) -> tuple[list[str], int, int, str, str]:
+    raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    argv = [a.decode() for a in raw.split(b"\0")[:-1 if raw.endswith(b"\0") else None]]
+    uid = gid = -1
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            uid = int(line.split()[1])
+        elif line.startswith("Gid:"):
+            gid = int(line.split()[1])
+    cwd = os.readlink(f"/proc/{pid}/cwd")
+    log = os.readlink(f"/proc/{pid}/fd/1")
+    exe = os.readlink(f"/proc/{pid}/exe")
+    if Path(exe).name in ("redis-server", "valkey-server") and "--port" not in argv:
+        # Redis and Valkey overwrite their argv with a title ("redis-server 127.0.0.1:PORT"):
+        # rebuild the provider's command line (no persistence, data dir = cwd).
+        port = argv[0].rpartition(":")[2] if argv else ""
+        argv = [exe, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                "--dir", cwd, "--daemonize", "no", "--databases", "16"]
+    return argv, uid, gid, cwd, log
+
+
+def _port_of(argv: list[str]) -> int | None:
+    for flag in ("--port", "-p"):
+        if flag in argv:
+            with contextlib.suppress(IndexError, ValueError):
+                return int(argv[argv.index(flag) + 1])
+    return None
+
+
+def _answers(engine: str, port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
+            if engine == "postgres":
+                # SSLRequest: any server that is accepting connections answers 'N' or 'S'.
+                sock.sendall(b"\x00\x00\x00\x08\x04\xd2\x16\x2f")
+                return sock.recv(1) in (b"N", b"S")
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def _postgres_ready(port: int) -> bool:
+    """Accepting queries, not only connections (crash recovery answers 'the database system
+    is starting up' until the WAL is replayed)."""
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - embedded postgres implies psycopg
+        return _answers("postgres", port)
+    try:
+        with psycopg.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres",
+                             connect_timeout=1) as conn:
+            conn.execute("SELECT 1")
+        return True
+    except psycopg.Error:
+        return False
+
+
+class EngineControl:
+    """Pause/resume/kill/restart the PostgreSQL, Redis and Valkey of an EmbeddedProvider."""
+
+    def __init__(self, provider: EmbeddedProvider) -> None:
+        self.provider = provider
+        self._engines: dict[str, _Engine] = {}
+
+    def _find(self, engine: str) -> _Engine:
+        known = self._engines.get(engine)
+        if known is not None:
+            return known
+        if engine not in _BINARIES:
+            raise ValueError(f"no fault control for engine {engine!r}; "
+                             f"known: {', '.join(_BINARIES)}")
+        url = self.provider.url(engine)  # starts it if needed
+        port = urlsplit(url).port
+        for pid in self.provider.process_groups():
+            try:
+                argv, uid, gid, cwd, log = _proc_info(pid)
+            except OSError:
+                continue
+            if argv and Path(argv[0]).name == _BINARIES[engine] and _port_of(argv) == port:
+                assert port is not None
+                found = _Engine(engine, port, argv, uid, gid, cwd, log, pid)
+                self._engines[engine] = found
+                return found
+        raise BackendUnavailable(engine, f"no running embedded process found on port {port}")
+
+    def pid(self, engine: str) -> int:
+        return self._find(engine).pid
+
+    def pause(self, engine: str) -> None:
+        """SIGSTOP the engine's whole process group (PostgreSQL backends included)."""
+        e = self._find(engine)
+        os.killpg(e.pid, signal.SIGSTOP)
+        e.stopped = True
+
+    def resume(self, engine: str) -> None:
+        e = self._find(engine)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(e.pid, signal.SIGCONT)
+        e.stopped = False
+
+    def kill(self, engine: str) -> None:
+        """SIGKILL the process group and reap it; the port and data dir stay as they are."""
+        e = self._find(engine)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(e.pid, signal.SIGKILL)
+        if e.proc is not None:
+            e.proc.wait(10)
+        else:
+            # The provider's Popen owns the child; reap it here so that PostgreSQL does not
+            # mistake a zombie for a live postmaster (Popen.poll copes with ECHILD later).
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    done, _ = os.waitpid(e.pid, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if done:
+                    break
+                time.sleep(0.005)  # polling the kernel for the reaped child, bounded
+        self._wait_group_gone(e.pid)
+        e.stopped = False
+
+    @staticmethod
+    def _wait_group_gone(pgid: int, within: float = 10.0) -> None:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            except PermissionError:
+                return
+            time.sleep(0.005)  # bounded poll: backends exit after their postmaster
+
+    def start(self, engine: str) -> None:
+        """Start the engine again with the same command line (port, data dir) and user."""
+        e = self._find(engine)
+        as_root = os.geteuid() == 0
+        with open(e.log, "ab") as log:
+            proc = spawn(e.argv, log=log, cwd=e.cwd,
+                         user=e.uid if as_root and e.uid != 0 else None,
+                         group=e.gid if as_root and e.uid != 0 else None)
+        e.proc, e.pid = proc, proc.pid
+        deadline = time.monotonic() + READY_TIMEOUT
+        def ready() -> bool:
+            return _postgres_ready(e.port) if engine == "postgres" else _answers(engine, e.port)
+
+        while not ready():
+            if proc.poll() is not None:
+                raise BackendUnavailable(engine, f"restart exited with {proc.returncode}; "
+                                         f"see {e.log}")
+            if time.monotonic() > deadline:
+                raise BackendUnavailable(engine, f"not ready {READY_TIMEOUT:g}s after restart")
+            time.sleep(0.01)  # bounded poll until the engine answers
+
+    def restart(self, engine: str) -> float:
+        """Kill then start; returns the seconds until it answered again."""
+        self.kill(engine)
+        started = time.monotonic()
+        self.start(engine)
+        return time.monotonic() - started
+
+    def close(self) -> None:
+        """Resume what is paused and stop what we restarted (the provider stops the rest)."""
+        for e in self._engines.values():
+            if e.stopped:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(e.pid, signal.SIGCONT)
+                e.stopped = False
+            if e.proc is not None:
+                kill_group(e.proc, signal.SIGQUIT if e.name == "postgres" else signal.SIGKILL,
+                           timeout=5.0)
+                e.proc = None
+        self._engines.clear()

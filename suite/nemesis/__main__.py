@@ -1,0 +1,43 @@
+"""``python -m nomnesia.suite.nemesis --adapter pgvector --faults 200 --kinds all --out r.json``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .runner import KINDS, NemesisConfig, kinds_of, run_nemesis
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m nomnesia.suite.nemesis",
+                                     description="Faults beyond the process, judged by the "
+                                     "history checker (docs/nemesis.md).")
+    parser.add_argument("--adapter", default="pgvector")
+    parser.add_argument("--faults", type=int, default=200)
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help=f"comma-separated subset of {','.join(KINDS)} (or all)")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--timeout", type=float, default=1.0, help="the store's backend timeout")
+    parser.add_argument("--out", type=Path, default=None, help="write the report as JSON")
+    parser.add_argument("--async-commit", action="store_true",
+                        help="leave PostgreSQL's synchronous_commit off (the embedded default)")
+    args = parser.parse_args(argv)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
+    print(f"nemesis: adapter={args.adapter} faults={args.faults} kinds={args.kinds} "
+          f"seed={seed} (replay with --seed {seed})", flush=True)
+    cfg = NemesisConfig(adapter=args.adapter, faults=args.faults, kinds=kinds_of(args.kinds),
+                        seed=seed, timeout=args.timeout, durable_postgres=not args.async_commit,
+                        log=lambda line: print(line, flush=True))
+    report = asyncio.run(run_nemesis(cfg))
+    print(report.summary(), flush=True)
+    if args.out is not None:
+        args.out.write_text(report.dumps(), encoding="utf-8")
+    return 0 if report.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""A provider that hands out proxy URLs, so a store opened by name talks through the nemesis.
+
+Stores get engine URLs from a provider (``provider.url("redis")``); wrapping
+the real provider is therefore all it takes to put a :class:`Proxy` between
+any stack and its networked engines, with no change to the stack.
+"""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+from .proxy import Proxy, ProxyLoop
+
+__all__ = ["PROXIED_ENGINES", "ProxiedProvider"]
+
+PROXIED_ENGINES: tuple[str, ...] = ("postgres", "redis", "valkey")
+"""Engines reached over TCP; the others (Milvus Lite, Qdrant local) run in-process."""
+
+
+class ProxiedProvider:
+    """Same interface as an engines Provider; networked engines come back behind a proxy.
+
+    ``close()`` stops the proxies only: the wrapped provider belongs to the caller.
+    """
+
+    def __init__(self, provider: Any) -> None:
+        self.inner = provider
+        self.kind = f"proxied-{getattr(provider, 'kind', 'provider')}"
+        self._loop: ProxyLoop | None = None
+        self._proxies: dict[str, Proxy] = {}
+        self._urls: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def url(self, engine: str) -> str:
+        real = str(self.inner.url(engine))
+        if engine not in PROXIED_ENGINES:
+            return real
+        with self._lock:
+            if self._closed:
+                from nomnesia.suite.errors import BackendUnavailable
+
+                raise BackendUnavailable(engine, "the proxied provider is closed")
+            if engine not in self._urls:
+                parts = urlsplit(real)
+                if parts.hostname is None or parts.port is None:
+                    raise ValueError(f"cannot proxy {engine} URL without host:port: {real}")
+                if self._loop is None:
+                    self._loop = ProxyLoop()
+                proxy = self._loop.run(Proxy.start(parts.hostname, parts.port, engine))
+                self._proxies[engine] = proxy
+                self._urls[engine] = proxy.url_for(real)
+            return self._urls[engine]
+
+    def urls(self, *engines: str) -> dict[str, str]:
+        return {engine: self.url(engine) for engine in engines}
+
+    def proxy(self, engine: str) -> Proxy:
+        """The proxy in front of ``engine`` (started by a first ``url(engine)``)."""
+        self.url(engine)
+        return self._proxies[engine]
+
+    def set_mode(self, engine: str, mode: str, latency_ms: float = 0.0) -> None:
+        self.proxy(engine).set_mode(mode, latency_ms)
+
+    @property
+    def proxies(self) -> dict[str, Proxy]:
+        with self._lock:
+            return dict(self._proxies)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            proxies, self._proxies = list(self._proxies.values()), {}
+            loop, self._loop = self._loop, None
+        if loop is not None:
+            for proxy in proxies:
+                loop.run(proxy.aclose())
+            loop.close()
+
+    def __enter__(self) -> ProxiedProvider:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()

@@ -1,0 +1,225 @@
+"""A TCP proxy that breaks the network between a store and one engine, on command.
+
+Failpoints fake a failed call inside the client; a real network fails in ways
+the client cannot see coming: a reply that never arrives although the write
+landed, a connection reset mid-request, a peer that accepts and then says
+nothing. The proxy sits on a loopback port in front of the real engine and the
+store is given the proxy's URL, so every byte passes through it.
+
+Modes (switch at any time; they act on open connections too):
+
+- ``pass``: forward both ways.
+- ``latency``: forward both ways, each chunk held ``latency_ms`` first.
+- ``reset``: reset every connection (RST), and every new one on accept.
+- ``blackhole``: accept, read and drop; nothing is forwarded either way.
+- ``drop-replies``: on every connection open (past its first exchange) when
+  the mode is set, the next reply is swallowed and the connection reset: the
+  request landed, the client never knows. Connections opened meanwhile pass
+  (a reply lost in a handshake only fails a connect, which loses no write).
+
+The proxy runs its own event loop in a daemon thread, so a synchronous
+provider (``url()``), a pytest test and an asyncio store can all share it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import struct
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["MODES", "Proxy", "ProxyLoop"]
+
+T = TypeVar("T")
+
+MODES: tuple[str, ...] = ("pass", "latency", "reset", "blackhole", "drop-replies")
+_CHUNK = 65536
+
+
+def _abort(writer: asyncio.StreamWriter) -> None:
+    """Close with RST (SO_LINGER 0), as a crashed peer or a middlebox would."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    transport = writer.transport
+    transport.abort()
+
+
+class ProxyLoop:
+    """An event loop in a daemon thread, for proxies shared by sync and async callers."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="nemesis-proxy",
+                                        daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def close(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()
+
+
+class _Conn:
+    """One client connection and its upstream, pumped in both directions."""
+
+    def __init__(self, proxy: Proxy, client: asyncio.StreamWriter,
+                 upstream: asyncio.StreamWriter | None) -> None:
+        self.proxy = proxy
+        self.client = client
+        self.upstream = upstream
+        self.requested = False  # a request went upstream since the last reply
+        self.rounds = 0  # request/reply exchanges completed
+        self.doomed = False  # drop-replies: swallow the next reply, then reset
+
+    def abort(self) -> None:
+        _abort(self.client)
+        if self.upstream is not None:
+            _abort(self.upstream)
+
+
+class Proxy:
+    """Forwards ``127.0.0.1:port`` to ``target_host:target_port`` under a switchable mode.
+
+    Create and start it on the loop that will run it (``await Proxy.start(...)``),
+    or through :class:`ProxyLoop`. ``set_mode`` is safe from any thread.
+    """
+
+    def __init__(self, target_host: str, target_port: int, name: str = "") -> None:
+        self.target = (target_host, target_port)
+        self.name = name or f"{target_host}:{target_port}"
+        self.mode = "pass"
+        self.latency_ms = 0.0
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._conns: set[_Conn] = set()
+        self.accepted = 0
+
+    @classmethod
+    async def start(cls, target_host: str, target_port: int, name: str = "") -> Proxy:
+        proxy = cls(target_host, target_port, name)
+        proxy._loop = asyncio.get_running_loop()
+        proxy._server = await asyncio.start_server(proxy._handle, "127.0.0.1", 0)
+        proxy.port = proxy._server.sockets[0].getsockname()[1]
+        return proxy
+
+    def url_for(self, url: str) -> str:
+        """``url`` with its host:port replaced by the proxy's (credentials, path kept)."""
+        parts = urlsplit(url)
+        auth = parts.netloc.rpartition("@")[0]
+        netloc = f"{auth}@127.0.0.1:{self.port}" if auth else f"127.0.0.1:{self.port}"
+        return urlunsplit(parts._replace(netloc=netloc))
+
+    def set_mode(self, mode: str, latency_ms: float = 0.0) -> None:
+        """Switch mode; ``reset`` and ``drop-replies`` also act on open connections."""
+        if mode not in MODES:
+            raise ValueError(f"unknown proxy mode {mode!r}; known: {', '.join(MODES)}")
+        if self._loop is None:
+            raise RuntimeError("proxy not started")
+        loop = self._loop
+
+        def apply() -> None:
+            self.mode, self.latency_ms = mode, latency_ms
+            for conn in list(self._conns):
+                if mode == "reset":
+                    conn.abort()
+                conn.doomed = mode == "drop-replies" and conn.rounds > 0
+
+        if _on_loop(loop):
+            apply()
+        else:
+            done = threading.Event()
+
+            def run() -> None:
+                try:
+                    apply()
+                finally:
+                    done.set()
+
+            loop.call_soon_threadsafe(run)
+            done.wait(10)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.accepted += 1
+        if self.mode == "reset":
+            _abort(writer)
+            return
+        upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        if self.mode != "blackhole":
+            try:
+                upstream = await asyncio.open_connection(*self.target)
+            except OSError:
+                _abort(writer)
+                return
+        conn = _Conn(self, writer, upstream[1] if upstream else None)
+        self._conns.add(conn)
+        try:
+            if upstream is None:
+                await self._drain(reader)
+            else:
+                await asyncio.gather(self._pump(conn, reader, upstream[1], request=True),
+                                     self._pump(conn, upstream[0], writer, request=False))
+        finally:
+            self._conns.discard(conn)
+            conn.abort()
+
+    @staticmethod
+    async def _drain(reader: asyncio.StreamReader) -> None:
+        with contextlib.suppress(OSError):
+            while await reader.read(_CHUNK):
+                pass
+
+    async def _pump(self, conn: _Conn, src: asyncio.StreamReader, dst: asyncio.StreamWriter,
+                    *, request: bool) -> None:
+        try:
+            while True:
+                data = await src.read(_CHUNK)
+                if not data:
+                    break
+                mode = self.mode
+                if mode == "blackhole":
+                    continue
+                if mode == "reset":
+                    break
+                if mode == "latency" and self.latency_ms > 0:
+                    await asyncio.sleep(self.latency_ms / 1000)  # the injected delay itself
+                if request:
+                    conn.requested = True
+                elif conn.requested:
+                    if conn.doomed:
+                        break  # the request landed; its reply never reaches the client
+                    conn.requested = False
+                    conn.rounds += 1
+                dst.write(data)
+                await dst.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            conn.abort()
+
+    async def aclose(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for conn in list(self._conns):
+                conn.abort()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 5)
+            self._server = None
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False

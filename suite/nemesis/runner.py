@@ -1,0 +1,407 @@
+"""The nemesis run: a store under load while clients crash, engines stop and the network lies.
+
+One worker process at a time runs the seeded workload against a store opened
+by name on shared engines, in a fixed namespace, through a proxy per engine.
+Between bursts of load the runner injects one fault, seeded:
+
+- ``crash``: SIGKILL the worker; a fresh one reopens the namespace (``recover()``).
+- ``pause``: SIGSTOP an engine's process group, hold, SIGCONT.
+- ``kill``: SIGKILL an engine, restart it on the same port and data dir.
+- ``net``: the proxy adds latency, resets, black-holes or drops replies, then heals.
+
+Then it waits for the store to answer again (the first acknowledged call
+invoked after the fault ended). At the end a last worker recovers, reads
+everything and asks ``consistent_state``; the merged history goes to the
+checker. Workers run one at a time: TieredMemoryStore serialises writers of a
+user per process, and concurrent processes on one namespace are not what this
+run claims to test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import random
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..history import Op
+from .provider import PROXIED_ENGINES, ProxiedProvider
+from .report import FaultRecord, NemesisReport, account, merge
+from .worker import WorkerConfig, read_ops
+
+__all__ = ["KINDS", "NET_MODES", "NemesisConfig", "run_nemesis"]
+
+KINDS: tuple[str, ...] = ("crash", "pause", "kill", "net")
+NET_MODES: tuple[str, ...] = ("latency", "reset", "blackhole", "drop-replies")
+ANSWER_BOUND = 30.0
+"""Seconds the runner waits for the store to answer after a fault before giving up on it."""
+
+
+@dataclass
+class NemesisConfig:
+    adapter: str = "pgvector"
+    faults: int = 200
+    kinds: tuple[str, ...] = KINDS
+    seed: int = 0
+    timeout: float = 1.0
+    """The store's backend timeout (SPEC G12)."""
+    hold: tuple[float, float] = (0.1, 1.5)
+    """Range of seconds an engine or network fault lasts."""
+    load_between: int = 10
+    """Acknowledged calls the worker must make between two faults (the load)."""
+    clients: int = 3
+    pace: float = 0.002
+    durable_postgres: bool = True
+    """Run PostgreSQL with synchronous_commit=on, as production does (the embedded
+    default is off, and a killed server then loses acknowledged commits)."""
+    store_options: dict[str, Any] = field(default_factory=dict)
+    store_factory: str = ""
+    """``module:callable`` opening the store instead of the registry (tests of broken stores)."""
+    log: Callable[[str], None] = print
+
+
+def _die_with_parent() -> None:
+    """preexec: the worker dies with the runner, even on SIGKILL."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+class _Tail:
+    """Incremental reader of a worker's history file: ok completions and their invokes."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._offset = 0
+        self._partial = b""
+        self.pending: dict[int, Op] = {}
+        self.oks: list[tuple[int, int]] = []  # (invoke time, ok time)
+
+    def poll(self) -> None:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return
+        self._offset += len(data)
+        data = self._partial + data
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        import json
+
+        for line in lines:
+            op = Op.from_json(json.loads(line))
+            if op.type == "invoke":
+                self.pending[op.process] = op
+            else:
+                inv = self.pending.pop(op.process, None)
+                if inv is not None and op.type == "ok":
+                    self.oks.append((inv.time, op.time))
+
+
+@dataclass
+class _Worker:
+    generation: int
+    history: str
+    proc: asyncio.subprocess.Process
+    tail: _Tail
+    killed_ns: int | None = None
+
+
+class _Run:
+    def __init__(self, cfg: NemesisConfig, provider: Any, workdir: Path) -> None:
+        self.cfg = cfg
+        self.provider = provider
+        self.workdir = workdir
+        self.rng = random.Random(cfg.seed)
+        self.namespace = f"nm_nemesis_{secrets.token_hex(6)}"
+        self.proxied = ProxiedProvider(provider)
+        self.control: Any = None
+        self.workers: list[_Worker] = []
+        self.report = NemesisReport(cfg.adapter, cfg.seed, list(cfg.kinds))
+        self.t0 = time.monotonic()
+        from nomnesia.adapters import ADAPTERS
+
+        self.engines = tuple(ADAPTERS[cfg.adapter].engines) if cfg.adapter in ADAPTERS else (
+            "postgres", "redis")
+        self.targets = [e for e in self.engines if e in PROXIED_ENGINES]
+        self.urls: dict[str, str] = {}
+
+    # -- workers ------------------------------------------------------------------------
+
+    def _config(self, generation: int, *, final: bool = False) -> WorkerConfig:
+        return WorkerConfig(
+            adapter=self.cfg.adapter, urls=self.urls, namespace=self.namespace,
+            history=str(self.workdir / f"history-{generation:04d}.jsonl"), generation=generation,
+            seed=self.cfg.seed, timeout=self.cfg.timeout, clients=self.cfg.clients,
+            final=final, result=str(self.workdir / "final.json"), pace=self.cfg.pace,
+            options=dict(self.cfg.store_options), factory=self.cfg.store_factory)
+
+    async def spawn(self, *, final: bool = False) -> _Worker:
+        generation = len(self.workers)
+        config = self._config(generation, final=final)
+        log = (self.workdir / f"worker-{generation:04d}.log").open("wb")
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "nomnesia.suite.nemesis.worker", config.dumps(),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent)
+        finally:
+            log.close()
+        worker = _Worker(generation, config.history, proc, _Tail(config.history))
+        self.workers.append(worker)
+        return worker
+
+    @property
+    def current(self) -> _Worker:
+        return self.workers[-1]
+
+    async def kill_worker(self) -> int:
+        worker = self.current
+        with contextlib.suppress(ProcessLookupError):
+            worker.proc.send_signal(signal.SIGKILL)
+        worker.killed_ns = time.monotonic_ns()
+        await worker.proc.wait()
+        return worker.killed_ns
+
+    def _worker_log(self, worker: _Worker, lines: int = 8) -> str:
+        path = self.workdir / f"worker-{worker.generation:04d}.log"
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    async def _dump_and_kill(self) -> None:
+        """A hung worker: ask for its stacks (faulthandler on SIGUSR1), then kill it."""
+        with contextlib.suppress(ProcessLookupError):
+            self.current.proc.send_signal(signal.SIGUSR1)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.current.proc.wait(), 1.0)  # time to write the dump
+        await self.kill_worker()
+
+    async def wait_answer(self, since_ns: int, count: int) -> float | None:
+        """Seconds from ``since_ns`` to the ``count``-th ok call invoked after it (bounded)."""
+        deadline = time.monotonic() + ANSWER_BOUND
+        pause = 0.002
+        while time.monotonic() < deadline:
+            worker = self.current
+            worker.tail.poll()
+            after = [ok for inv, ok in worker.tail.oks if inv >= since_ns]
+            if len(after) >= count:
+                return (after[count - 1] - since_ns) / 1e9
+            if worker.proc.returncode is not None:
+                self.report.errors.append(
+                    f"worker {worker.generation} exited with {worker.proc.returncode}:\n"
+                    f"{self._worker_log(worker)}")
+                await self.spawn()
+            await asyncio.sleep(pause)  # bounded poll of the worker's history file
+            pause = min(pause * 2, 0.05)
+        return None
+
+    # -- faults -------------------------------------------------------------------------
+
+    def _since(self) -> float:
+        return round(time.monotonic() - self.t0, 3)
+
+    async def fault(self, kind: str) -> FaultRecord:
+        rng = self.rng
+        hold = rng.uniform(*self.cfg.hold)
+        started = self._since()
+        begin = time.monotonic()
+        if kind == "crash":
+            await self.kill_worker()
+            await self.spawn()
+            return FaultRecord("crash", "client", "", started, time.monotonic() - begin)
+        target = rng.choice(self.targets)
+        if kind == "pause":
+            self.control.pause(target)
+            try:
+                await asyncio.sleep(hold)  # the fault's duration, not a wait for the store
+            finally:
+                self.control.resume(target)
+            return FaultRecord("pause", target, "", started, time.monotonic() - begin)
+        if kind == "kill":
+            await asyncio.to_thread(self.control.kill, target)
+            restart = await asyncio.to_thread(self._restart, target)
+            return FaultRecord("kill", target, "", started, time.monotonic() - begin,
+                               note=f"engine answered {restart:.3f} s after restart")
+        mode = rng.choice(NET_MODES)
+        latency = rng.choice((20.0, 100.0, 500.0)) if mode == "latency" else 0.0
+        self.proxied.set_mode(target, mode, latency)
+        try:
+            await asyncio.sleep(hold)  # the fault's duration
+        finally:
+            self.proxied.set_mode(target, "pass")
+        detail = f"{mode}{int(latency)}ms" if latency else mode
+        return FaultRecord("net", target, detail, started, time.monotonic() - begin)
+
+    def _restart(self, target: str) -> float:
+        started = time.monotonic()
+        self.control.start(target)
+        return time.monotonic() - started
+
+    # -- the run ------------------------------------------------------------------------
+
+    async def run(self) -> NemesisReport:
+        cfg = self.cfg
+        real = await asyncio.to_thread(self.provider.urls, *self.engines)
+        if cfg.durable_postgres and "postgres" in real:
+            await asyncio.to_thread(_synchronous_commit, real["postgres"])
+        self.urls = await asyncio.to_thread(self.proxied.urls, *self.engines)
+        if {"pause", "kill"} & set(cfg.kinds):
+            from nomnesia.adapters.engines.control import EngineControl
+
+            self.control = EngineControl(self.provider)
+        try:
+            await self.spawn()
+            for i in range(cfg.faults):
+                if await self.wait_answer(time.monotonic_ns(), cfg.load_between) is None:
+                    self.report.errors.append(f"no load before fault {i}: the store stopped "
+                                              "answering")
+                    break
+                record = await self.fault(self.rng.choice(cfg.kinds))
+                record.recovered_after = await self.wait_answer(time.monotonic_ns(), 1)
+                self.report.faults.append(record)
+                if (i + 1) % 25 == 0:
+                    cfg.log(f"  {i + 1}/{cfg.faults} faults, {self._since():.0f} s")
+            await self._stop_current()
+            final = await self.spawn(final=True)
+            try:
+                await asyncio.wait_for(final.proc.wait(), 300)
+            except asyncio.TimeoutError:
+                await self._dump_and_kill()
+                self.report.errors.append("the final worker did not finish within 300 s:\n"
+                                          + self._worker_log(final, 60))
+            if final.proc.returncode:
+                self.report.errors.append(f"final worker exited with {final.proc.returncode}:\n"
+                                          f"{self._worker_log(final)}")
+        finally:
+            for worker in self.workers:
+                if worker.proc.returncode is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        worker.proc.kill()
+                    worker.killed_ns = worker.killed_ns or time.monotonic_ns()
+                    await worker.proc.wait()
+            if self.control is not None:
+                self.control.close()
+            self.proxied.close()
+            await asyncio.to_thread(_drop_namespace, real, self.namespace)
+        self._judge()
+        return self.report
+
+    async def _stop_current(self) -> None:
+        """SIGTERM the last load worker: its clients are cancelled and the store closed."""
+        worker = self.current
+        if worker.proc.returncode is None:
+            worker.proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(worker.proc.wait(), 30)
+            except asyncio.TimeoutError:
+                await self._dump_and_kill()
+                self.report.errors.append("the last load worker ignored SIGTERM for 30 s:\n"
+                                          + self._worker_log(worker, 60))
+
+    def _judge(self) -> None:
+        import json
+
+        from ..checker import check
+
+        history = merge((read_ops(w.history), w.killed_ns) for w in self.workers)
+        report = self.report
+        report.workers = len(self.workers)
+        report.history_ops = len(history)
+        outcomes: dict[str, int] = {}
+        calls: dict[str, int] = {}
+        for op in history:
+            if op.type != "invoke":
+                outcomes[op.type] = outcomes.get(op.type, 0) + 1
+                calls[f"{op.f}:{op.type}"] = calls.get(f"{op.f}:{op.type}", 0) + 1
+        report.operations = {k: outcomes.get(k, 0) for k in ("ok", "fail", "info")}
+        report.operations_by_call = dict(sorted(calls.items()))
+        result_path = self.workdir / "final.json"
+        if not result_path.exists():
+            report.errors.append("no final state: the final worker wrote no result")
+            return
+        result = json.loads(result_path.read_text(encoding="utf-8"))
+        started = time.monotonic()
+        anomalies = check(history, keep_last=int(result["keep_last"]),
+                          search_staleness=float(result["search_staleness"]))
+        report.check_seconds = time.monotonic() - started
+        report.anomalies = [str(a) for a in anomalies] + list(result["g11"])
+        report.acknowledged_appends, report.lost, report.duplicates = account(
+            history, result["live"])
+        report.seconds = time.monotonic() - self.t0
+        if os.environ.get("NOMNESIA_NEMESIS_KEEP"):
+            (Path(os.environ["NOMNESIA_NEMESIS_KEEP"]) / f"{self.cfg.adapter}-history.json"
+             ).write_text(history.dumps(), encoding="utf-8")
+
+
+def _synchronous_commit(url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+        dbname = conn.info.dbname
+        conn.execute(f'ALTER DATABASE "{dbname}" SET synchronous_commit = on')
+
+
+def _drop_namespace(urls: dict[str, str], namespace: str) -> None:
+    """Remove what the run left on the engines (the store kept it: a named namespace)."""
+    with contextlib.suppress(Exception):
+        import psycopg
+
+        with psycopg.connect(urls["postgres"], autocommit=True, connect_timeout=10) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{namespace}" CASCADE')
+    for engine in ("redis", "valkey"):
+        if engine in urls:
+            with contextlib.suppress(Exception):
+                import redis
+
+                client = redis.Redis.from_url(urls[engine], socket_timeout=10)
+                try:
+                    keys = list(client.scan_iter(match=f"{namespace}:*", count=1000))
+                    for start in range(0, len(keys), 500):
+                        client.unlink(*keys[start:start + 500])
+                finally:
+                    client.close()
+
+
+async def run_nemesis(cfg: NemesisConfig, provider: Any = None) -> NemesisReport:
+    """Run the nemesis on ``cfg.adapter``; with no provider, on embedded engines of its own."""
+    unknown = set(cfg.kinds) - set(KINDS)
+    if unknown:
+        raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
+    own = provider is None
+    if own:
+        from nomnesia.adapters.engines import EmbeddedProvider
+
+        provider = EmbeddedProvider()
+    elif {"pause", "kill"} & set(cfg.kinds):
+        from nomnesia.adapters.engines import EmbeddedProvider
+
+        if not isinstance(provider, EmbeddedProvider):
+            raise ValueError("engine faults (pause, kill) need an EmbeddedProvider")
+    workdir = Path(tempfile.mkdtemp(prefix="nomnesia-nemesis-"))
+    try:
+        return await _Run(cfg, provider, workdir).run()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+        if own:
+            await asyncio.to_thread(provider.close)
+
+
+def kinds_of(text: str | Sequence[str]) -> tuple[str, ...]:
+    """``"crash,pause"`` -> ("crash", "pause"); ``all`` means every kind."""
+    items = text.split(",") if isinstance(text, str) else list(text)
+    kinds = tuple(k.strip() for k in items if k.strip())
+    return KINDS if kinds in ((), ("all",)) else kinds

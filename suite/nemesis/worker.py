@@ -1,0 +1,206 @@
+"""A client process of the nemesis: opens the store by name and runs the recorded workload.
+
+The runner SIGKILLs it at random moments, so every event is written to its
+history file the moment it happens (one unbuffered ``write`` per op): what a
+killed worker leaves is exactly what it did, up to the op in flight. A fresh
+worker reopens the same namespace, which runs ``recover()``; it records one
+more ``recover`` so the checker knows where an interrupted write stops being
+an excuse.
+
+    python -m nomnesia.suite.nemesis.worker '<json config>'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import faulthandler
+import itertools
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..history import History, Op
+from ..workload import DEFAULT_USERS, Mix, Workload, _Client, _quiesce
+
+__all__ = ["StreamedHistory", "WorkerConfig", "main"]
+
+RECOVER_PID = 99
+"""Process number (within a generation) of the worker's own recover() calls."""
+FINAL_LIMIT = 100_000
+
+
+@dataclass
+class WorkerConfig:
+    adapter: str
+    urls: dict[str, str]
+    namespace: str
+    history: str
+    generation: int
+    seed: int
+    timeout: float = 2.0
+    clients: int = 3
+    ops: int | None = None
+    """Calls to make before stopping; None: until killed or SIGTERM."""
+    final: bool = False
+    """Quiescent phase: recover, read everything, consistent_state; writes ``result``."""
+    result: str = ""
+    users: tuple[str, ...] = DEFAULT_USERS
+    pace: float = 0.0
+    """Seconds each client pauses between calls (the load, not a wait for the store)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Extra keyword options for the stack factory."""
+    factory: str = ""
+    """``module:callable`` used instead of ``open_store(adapter)`` (e.g. a deliberately broken
+    store); called with the same keyword arguments as a stack factory."""
+
+    def dumps(self) -> str:
+        data = dict(self.__dict__)
+        data["users"] = list(self.users)
+        return json.dumps(data)
+
+    @classmethod
+    def loads(cls, text: str) -> WorkerConfig:
+        data = json.loads(text)
+        data["users"] = tuple(data["users"])
+        return cls(**data)
+
+
+class StreamedHistory(History):
+    """A History that also appends each op to a file as it happens (SIGKILL-proof)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+    def _add(self, process: int, type_: str, f: str, user_id: str, value: Any,
+             error: str | None = None) -> Op:
+        op = super()._add(process, type_, f, user_id, value, error)
+        os.write(self._fd, (json.dumps(op.to_json(), ensure_ascii=False) + "\n").encode())
+        return op
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def read_ops(path: str) -> list[Op]:
+    """Every complete line of a history file (a killed writer may leave half a line)."""
+    ops: list[Op] = []
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if line.endswith("\n"):
+                    ops.append(Op.from_json(json.loads(line)))
+    except FileNotFoundError:
+        pass
+    return ops
+
+
+def _provider(urls: dict[str, str]) -> Any:
+    from nomnesia.adapters.engines import ENV_VARS, ExternalProvider
+
+    return ExternalProvider({ENV_VARS[engine]: url for engine, url in urls.items()})
+
+
+class _Paced(_Client):
+    """The workload's client, with a pause between calls so a run's history stays checkable."""
+
+    pace = 0.0
+
+    async def one(self) -> None:
+        await super().one()
+        if self.pace:
+            await asyncio.sleep(self.pace)  # pacing the load; nothing waits for the store here
+
+
+async def _open(config: WorkerConfig, stack: AsyncExitStack) -> Any:
+    """Open the store, retrying while engines come back (bounded)."""
+    from nomnesia.adapters import open_store
+
+    if config.factory:
+        import importlib
+
+        module, _, attr = config.factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+    else:
+        def factory(**kw: Any) -> Any:
+            return open_store(config.adapter, **kw)
+    deadline = time.monotonic() + 60
+    pause = 0.02
+    while True:
+        try:
+            return await stack.enter_async_context(factory(
+                provider=_provider(config.urls), namespace=config.namespace,
+                timeout=config.timeout, **config.options))
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(pause)  # bounded retry while an engine restarts
+        pause = min(pause * 2, 0.5)
+
+
+async def run(config: WorkerConfig) -> int:
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    history = StreamedHistory(config.history)
+    base = config.generation * 100
+    workload = Workload(seed=config.seed * 1000 + config.generation,
+                        ops=config.ops if config.ops is not None else sys.maxsize,
+                        processes=config.clients, users=config.users, mix=Mix())
+    async with AsyncExitStack() as stack:
+        store = await _open(config, stack)
+        recoverer = _Client(base + RECOVER_PID, store, history, workload, itertools.count())
+        # recover() already ran on open; record one so the checker sees where it ended.
+        await recoverer.call("recover", "", None, store.recover)
+        if config.final:
+            await _final(config, store, history, workload, base)
+            history.close()
+            return 0
+        slots = itertools.count()
+        clients = [_Paced(base + i, store, history, workload, slots)
+                   for i in range(config.clients)]
+        for c in clients:
+            c.pace = config.pace
+        tasks = [asyncio.ensure_future(c.loop()) for c in clients]
+        waiter = asyncio.ensure_future(stop.wait())
+        await asyncio.wait([*tasks, waiter], return_when=asyncio.FIRST_COMPLETED)
+        for t in [*tasks, waiter]:
+            t.cancel()
+        await asyncio.gather(*tasks, waiter, return_exceptions=True)
+    history.close()
+    return 0
+
+
+async def _final(config: WorkerConfig, store: Any, history: StreamedHistory,
+                 workload: Workload, base: int) -> None:
+    from dataclasses import replace
+
+    anomalies = await _quiesce(store, history, replace(workload, processes=base + 98))
+    live: dict[str, list[list[Any]]] = {}
+    for user in config.users:
+        entries = await store.get_history(user, FINAL_LIMIT)
+        live[user] = [[e.id, e.seq, e.role, list(e.covers)] for e in entries]
+    result = {"g11": [str(a) for a in anomalies], "live": live,
+              "keep_last": int(store.keep_last),
+              "search_staleness": float(store.search_staleness)}
+    text = json.dumps(result, ensure_ascii=False)
+    await asyncio.to_thread(Path(config.result).write_text, text, encoding="utf-8")
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    config = WorkerConfig.loads(args[0])
+    faulthandler.register(signal.SIGUSR1)  # the runner asks for stacks before killing a hung worker
+    return asyncio.run(run(config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
