@@ -646,10 +646,15 @@ class _UserChecker:
             if c.ok:
                 first_ok.setdefault(entry_id, c)
         cover_lo: dict[str, int] = {}
+        # Search may lag appends but never compaction: once the compaction that
+        # covered an entry *returned* (a read seeing the summary is not enough).
+        covered_by: dict[str, _C] = {}
         for c in self.compacts:
             if c.ok and isinstance(c.value, Rec):
                 for m in c.value.covers:
                     cover_lo[m] = min(cover_lo.get(m, _INF), c.lo)
+                    if m not in covered_by or c.hi < covered_by[m].hi:
+                        covered_by[m] = c
         done = sorted((f for _, _, f in self.forgets if f.ok), key=lambda f: f.hi)
         done_his = [f.hi for f in done]
         latest: list[_C] = []  # prefix: the forget with the latest invoke among those done
@@ -658,7 +663,6 @@ class _UserChecker:
         made_by: dict[str, int] = {}  # id -> when its last producer may have finished
         for entry_id, makers in self.producers.items():
             made_by[entry_id] = max(p.hi for p in makers)
-        covered_at = self.covered_at
         for c in self.searches + self.clean_reads:
             if self._tainted(c):
                 continue
@@ -674,11 +678,11 @@ class _UserChecker:
             if c.f != "search":
                 continue
             for r in entries:
-                hit = covered_at.get(r.id)
-                if hit is not None and hit[0] < c.lo and not self.forget_between(hit[1].lo, c.hi):
+                k_ = covered_by.get(r.id)
+                if k_ is not None and k_.hi < c.lo and not self.forget_between(k_.lo, c.hi):
                     self.report(Guarantee.SEARCH, f"covered:{r.id}",
-                                f"{c} returns {self.who(r.id)}, covered by summary "
-                                f"{short_id(hit[2])} before the search started", hit[1], c)
+                                f"{c} returns {self.who(r.id)}, covered by the summary of {k_} "
+                                f"which returned before the search started", k_, c)
             query, k = c.arg
             ids = content_ids.get(query)
             if not ids or len(ids) != 1 or k < 2:

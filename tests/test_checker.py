@@ -362,6 +362,17 @@ def test_summary_accounts_for_what_it_covers() -> None:
     assert h.check(keep_last=1) == []
 
 
+def test_search_may_return_covered_entry_until_the_compaction_returns() -> None:
+    h = H()
+    for i, x in enumerate("abc", 1):
+        h.append(0, m(x, i))
+    h.inv(1, "compact")
+    h.read(2, 10, s("s1", 1, "a"), m("b", 2), m("c", 3))  # the new view is in place...
+    h.search(2, "content of a", 5, m("a", 1))  # ...but the index may catch up until it returns
+    h.ok(1, "compact", s("s1", 1, "a"))
+    assert h.check() == []
+
+
 def test_indeterminate_appends_may_appear_once_or_never() -> None:
     h = H()
     h.inv(0, "append", ("user", "x", None))
