@@ -19,7 +19,9 @@ probability 0.58 to 0.88, so 2,000 calls miss with probability below 1e-7.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 from ._run import GuaranteeViolation, StoreFactory, StoreTests, settings, suite_test
@@ -37,8 +39,19 @@ async def _judge(store: StoreFactory, rounds: int, **workload: Any) -> list[Outc
     outcomes = await run_rounds(store, Workload(seed=seed, **workload), resolve_rounds(rounds))
     last = outcomes[-1]
     if not last and last.guarantee is not None:
-        raise GuaranteeViolation(last.guarantee, last.detail())
+        raise GuaranteeViolation(last.guarantee, last.detail() + _saved(last))
     return outcomes
+
+
+def _saved(outcome: Outcome) -> str:
+    """With ``NOMNESIA_HISTORY_DIR`` set, keep the whole failing history there as JSON."""
+    folder = os.environ.get("NOMNESIA_HISTORY_DIR", "").strip()
+    if not folder:
+        return ""
+    path = Path(folder) / f"history-{outcome.workload.seed}-{outcome.round}-{os.getpid()}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(outcome.history.dumps(), encoding="utf-8")
+    return f"\nwhole history: {path} (nomnesia.suite.history.History.loads)"
 
 
 class TestConcurrency(StoreTests):
