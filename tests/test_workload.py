@@ -28,6 +28,7 @@ from nomnesia.adapters.text import ConcatSummarizer, Embedder
 from nomnesia.suite import test_concurrency as concurrency
 from nomnesia.suite._run import GuaranteeViolation
 from nomnesia.suite.contract import ConsistencyReport, Difference, EntryLike, Guarantee
+from nomnesia.suite.errors import BackendTimeout
 from nomnesia.suite.workload import Outcome, Workload, resolve_rounds, resolve_seed, run_rounds
 
 
@@ -180,6 +181,19 @@ class LaggySearch(Wrapper):
         return ripe[:k]
 
 
+class Flaky(Wrapper):
+    """One call in ``every`` times out, before or after taking effect: both legal (G10)."""
+
+    def __init__(self, *, every: int = 30, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.every = every
+
+    async def _yield(self) -> None:
+        await super()._yield()
+        if self.rng.randrange(self.every) == 0:
+            raise BackendTimeout("flaky", 0.01)
+
+
 # ----------------------------------------------------------------- broken, 1 op in N
 
 
@@ -260,6 +274,7 @@ CORRECT: dict[str, Callable[[int], Any]] = {
     "gappy-ids": lambda seed: GappyIds(seed=seed, keep_last=2),
     "laggy-search": lambda seed: LaggySearch(seed=seed, keep_last=7),
     "keep-last-1": lambda seed: Wrapper(seed=seed, keep_last=1),
+    "flaky": lambda seed: Flaky(seed=seed),
 }
 BROKEN: dict[str, Callable[[int], Any]] = {
     "loses-1-append-in-25": lambda seed: LosesAppends(seed=seed),
