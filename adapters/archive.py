@@ -60,6 +60,9 @@ class ArchiveTier(Protocol):
     async def live_among(self, user_id: str, ids: Sequence[str], content: str) -> list[Entry]:
         """Live entries whose id is in ``ids`` or whose content equals ``content``."""
 
+    async def users(self) -> list[str]:
+        """Every user with entries (for rebuilding a tier that lost its data)."""
+
     async def pending(self, user_id: str | None = None) -> list[tuple[int, str]]:
         """Outbox rows ``(id, user_id)`` not yet cleared, oldest first."""
 
@@ -143,6 +146,9 @@ class InMemoryArchive:
     async def live_among(self, user_id: str, ids: Sequence[str], content: str) -> list[Entry]:
         wanted = set(ids)
         return [e for e in self._live(user_id) if e.id in wanted or e.content == content]
+
+    async def users(self) -> list[str]:
+        return list(self._users)
 
     async def pending(self, user_id: str | None = None) -> list[tuple[int, str]]:
         return [(ob, u) for ob, u in sorted(self._outbox.items()) if user_id in (None, u)]

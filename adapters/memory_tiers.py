@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 from nomnesia.suite.contract import Entry
 
+from .tiers import TierLost
+
 __all__ = ["InMemoryIndex", "InMemoryLog"]
 
 
@@ -21,6 +23,29 @@ class InMemoryLog:
     def __init__(self, name: str = "log") -> None:
         self.name = name
         self._users: dict[str, dict[str, Entry]] = {}
+        self._intact = False
+        self._rebuild: str | None = None
+        self._tokens = 0
+
+    def lose_everything(self) -> None:
+        """What an engine restarted without persistence does (for tests)."""
+        self._users.clear()
+        self._intact = False
+        self._rebuild = None
+
+    async def intact(self) -> bool:
+        return self._intact
+
+    async def begin_rebuild(self) -> str:
+        self._tokens += 1
+        self._rebuild = str(self._tokens)
+        return self._rebuild
+
+    async def mark_intact(self, token: str) -> bool:
+        if self._rebuild != token:
+            return False
+        self._intact, self._rebuild = True, None
+        return True
 
     async def put(self, entries: Sequence[Entry]) -> None:
         for entry in entries:
@@ -32,6 +57,8 @@ class InMemoryLog:
             user.pop(entry_id, None)
 
     async def tail(self, user_id: str, limit: int) -> list[Entry]:
+        if not self._intact:
+            raise TierLost(f"{self.name} lost its data")
         entries = sorted(self._users.get(user_id, {}).values(), key=lambda e: e.seq)
         return entries[-limit:]
 

@@ -170,6 +170,7 @@ class PostgresArchive:
                            "AND covered_by IS NULL ORDER BY seq")
         self._sql_among = q(f"SELECT {_COLUMNS} FROM {{s}}.entries WHERE uid = %s "
                             "AND covered_by IS NULL AND (id = ANY(%s::bytea[]) OR content = %s)")
+        self._sql_users = q("SELECT uid FROM {s}.users")
         self._sql_pending = q("SELECT id, uid FROM {s}.outbox ORDER BY id")
         self._sql_pending_user = q("SELECT id, uid FROM {s}.outbox WHERE uid = %s ORDER BY id")
         self._sql_clear = q("DELETE FROM {s}.outbox WHERE id = ANY(%s::bigint[])")
@@ -256,6 +257,9 @@ class PostgresArchive:
     async def _rows_none(self, query: sql.Composed, params: Sequence[Any]) -> None:
         async with _connection(self._pool) as conn:
             await conn.execute(query, params)
+
+    async def users(self) -> list[str]:
+        return [str(r[0]) for r in await self._rows(self._sql_users, ())]
 
     async def pending(self, user_id: str | None = None) -> list[tuple[int, str]]:
         await self._flush()

@@ -1,5 +1,8 @@
 """The short-term log on Redis or Valkey, with redis-py asyncio.
 
+A namespace-wide ``intact`` key vanishes with the data when the engine
+restarts empty, so a read never trusts a log that lost entries: it raises
+``TierLost`` and the store reads the archive until ``recover()`` rebuilt it.
 Per user, two keys under the store's namespace: a sorted set of serialised
 entries scored by seq (so ``tail`` is one ZRANGE, an atomic snapshot) and a
 hash from entry id to the same blob (so removal by id is exact). Every write
@@ -13,11 +16,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import secrets
 from collections.abc import Sequence
 from typing import Any, cast
 
 from nomnesia.suite.contract import Entry
 from redis.asyncio import Redis
+
+from .tiers import TierLost
 
 __all__ = ["RedisLog", "drop_namespace"]
 
@@ -31,6 +37,18 @@ for i = 1, #ARGV, 3 do
     redis.call('ZADD', KEYS[1], ARGV[i + 1], ARGV[i + 2])
 end
 return #ARGV / 3
+"""
+
+_TAIL = """
+if redis.call('EXISTS', KEYS[2]) == 0 then return false end
+return redis.call('ZRANGE', KEYS[1], ARGV[1], -1)
+"""
+
+_MARK_INTACT = """
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], '1')
+redis.call('DEL', KEYS[2])
+return 1
 """
 
 _REMOVE = """
@@ -68,6 +86,12 @@ class RedisLog:
             url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=False)
         self._put = self._redis.register_script(_PUT)
         self._remove = self._redis.register_script(_REMOVE)
+        self._tail = self._redis.register_script(_TAIL)
+        self._mark = self._redis.register_script(_MARK_INTACT)
+        # Present exactly while the log holds every live entry of the namespace: it
+        # vanishes with the data when the engine restarts empty (SelfChecking).
+        self._intact_key = f"{namespace}:intact"
+        self._rebuild_key = f"{namespace}:rebuild"
 
     def _keys(self, user_id: str) -> list[str]:
         tag = hashlib.sha256(user_id.encode("utf-8")).hexdigest()
@@ -85,8 +109,22 @@ class RedisLog:
             await self._remove(keys=self._keys(user_id), args=list(entry_ids))
 
     async def tail(self, user_id: str, limit: int) -> list[Entry]:
-        blobs = await self._redis.zrange(self._keys(user_id)[0], -limit, -1)
+        blobs = await self._tail(keys=[self._keys(user_id)[0], self._intact_key], args=[-limit])
+        if blobs is None:
+            raise TierLost(f"{self.name} lost its data (restarted empty?); recover() rebuilds it")
         return [_entry(user_id, cast(bytes, b)) for b in blobs]
+
+    async def intact(self) -> bool:
+        return bool(await self._redis.exists(self._intact_key))
+
+    async def begin_rebuild(self) -> str:
+        token = secrets.token_hex(8)
+        await self._redis.set(self._rebuild_key, token)
+        return token
+
+    async def mark_intact(self, token: str) -> bool:
+        done = await self._mark(keys=[self._intact_key, self._rebuild_key], args=[token])
+        return bool(done)
 
     async def ids(self, user_id: str) -> set[str]:
         keys: list[bytes | str] = await self._redis.hkeys(self._keys(user_id)[1])

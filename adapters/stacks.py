@@ -59,6 +59,7 @@ async def open_stack(*, log: ShortTermLog, index: VectorIndex, archive: ArchiveT
                               embedder=embedder, summarizer=summarizer, timeout=timeout,
                               history_from_log=history_from_log)
     try:
+        await store.recover()
         yield store
     finally:
         await store.aclose()
@@ -128,8 +129,7 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
             await index.aclose()
             raise
         outer.push_async_callback(store.aclose)  # closes archive, log and index
-        if reuse:
-            await store.recover()
+        await store.recover()  # a reopened namespace: finish crashed writes; vouch for the log
         yield store
 
 

@@ -40,7 +40,7 @@ from nomnesia.suite.validation import validate_append, validate_limit, validate_
 
 from .archive import ArchiveTier, StalePrefix
 from .text import ConcatSummarizer, Embedder, HashingEmbedder, Summarizer
-from .tiers import ShortTermLog, VectorIndex
+from .tiers import SelfChecking, ShortTermLog, TierLost, VectorIndex
 
 __all__ = ["FAILPOINTS", "TieredMemoryStore"]
 
@@ -103,8 +103,11 @@ class TieredMemoryStore:
         self._summarizer: Summarizer = summarizer or ConcatSummarizer()
         self._guards: dict[str, _Guard] = {}
         self._closed = False
+        # The log engine lost data (restarted empty): read the archive until rebuilt.
+        self._log_lost = False
 
     async def __aenter__(self) -> TieredMemoryStore:
+        await self.recover()  # finish what a crashed process left; vouch for the log
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
@@ -120,7 +123,7 @@ class TieredMemoryStore:
                 async with asyncio.timeout(self.timeout):
                     return await awaitable
             return await asyncio.wait_for(awaitable, self.timeout)
-        except (ValueError, TypeError, MemoryStoreError, StalePrefix):
+        except (ValueError, TypeError, MemoryStoreError, StalePrefix, TierLost):
             raise
         except (TimeoutError, asyncio.TimeoutError):  # distinct classes before Python 3.11
             raise BackendTimeout(backend, self.timeout) from None
@@ -208,13 +211,18 @@ class TieredMemoryStore:
         validate_limit("limit", limit)
         self._check_open()
         guard = self._guards.get(user_id)
-        if self.history_from_log and (guard is None or not (guard.lock.locked() or guard.dirty)):
+        if self.history_from_log and not self._log_lost and (
+                guard is None or not (guard.lock.locked() or guard.dirty)):
             version = guard.version if guard is not None else 0
-            entries = await self._call(self.log.name, self.log.tail(user_id, limit))
-            guard = self._guards.get(user_id)
-            if guard is None or (guard.version == version and not guard.lock.locked()
-                                 and not guard.dirty):
-                return entries
+            try:
+                entries = await self._call(self.log.name, self.log.tail(user_id, limit))
+            except TierLost:
+                self._log_lost = True
+            else:
+                guard = self._guards.get(user_id)
+                if guard is None or (guard.version == version and not guard.lock.locked()
+                                     and not guard.dirty):
+                    return entries
         return await self._call(self.archive.name, self.archive.tail(user_id, limit))
 
     async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
@@ -305,6 +313,11 @@ class TieredMemoryStore:
                             for i in sorted(wanted - held)]
             differences += [Difference(tier.name, "extra", i, "not live in the archive")
                             for i in sorted(held - wanted)]
+        if isinstance(self.log, SelfChecking) and not await self._call(
+                self.log.name, self.log.intact()):
+            differences.append(Difference(self.log.name, "stale", None,
+                                          "lost its data (engine restarted empty?); "
+                                          "recover() rebuilds it"))
         if differences:
             pending = await self._call(self.archive.name, self.archive.pending(user_id))
             if pending:
@@ -315,16 +328,31 @@ class TieredMemoryStore:
                                     backends=(self.archive.name, self.log.name, self.index.name))
 
     async def recover(self) -> None:
-        """Re-sync every user with an outbox row or an interrupted write. Idempotent."""
+        """Re-sync every user with an outbox row or an interrupted write. Idempotent.
+
+        If the log lost its data (its engine restarted empty), every user of
+        the archive is re-synced and the log vouched for again, unless it lost
+        data again meanwhile (then the next ``recover()`` tries again).
+        """
         self._check_open()
+        log = self.log
+        token: str | None = None
+        if isinstance(log, SelfChecking) and (
+                self._log_lost or not await self._call(log.name, log.intact())):
+            self._log_lost = True
+            token = await self._call(log.name, log.begin_rebuild())
         pending = await self._call(self.archive.name, self.archive.pending())
         users = dict.fromkeys(u for _, u in pending)
         users.update(dict.fromkeys(u for u, g in self._guards.items() if g.dirty))
+        if token is not None:
+            users.update(dict.fromkeys(await self._call(self.archive.name, self.archive.users())))
         for user_id in users:
             guard = self._guard(user_id)
             async with guard.lock:
                 guard.version += 1
                 await self._resync(user_id, guard)
+        if token is not None and isinstance(log, SelfChecking):
+            self._log_lost = not await self._call(log.name, log.mark_intact(token))
 
     async def aclose(self) -> None:
         if self._closed:

@@ -14,7 +14,31 @@ from typing import Protocol, runtime_checkable
 
 from nomnesia.suite.contract import Entry
 
-__all__ = ["ShortTermLog", "VectorIndex"]
+__all__ = ["SelfChecking", "ShortTermLog", "TierLost", "VectorIndex"]
+
+
+class TierLost(Exception):
+    """A tier found that its engine lost data (e.g. a restart without persistence).
+
+    Raised by a read that cannot vouch for its answer; the store then reads the
+    archive instead, and ``recover()`` rebuilds the tier.
+    """
+
+
+@runtime_checkable
+class SelfChecking(Protocol):
+    """Optional for a tier: it can tell whether its engine lost data since it was last complete.
+
+    A namespace-wide marker that disappears with the data is enough: the store
+    rebuilds the tier from the archive between ``begin_rebuild`` and
+    ``mark_intact``, and the marker is set only if nothing was lost meanwhile.
+    """
+
+    async def intact(self) -> bool: ...
+
+    async def begin_rebuild(self) -> str: ...
+
+    async def mark_intact(self, token: str) -> bool: ...
 
 
 @runtime_checkable
@@ -33,7 +57,11 @@ class ShortTermLog(Protocol):
         """Remove entries by id; ids that are absent are ignored."""
 
     async def tail(self, user_id: str, limit: int) -> list[Entry]:
-        """The newest ``limit`` entries of the user, ascending by seq."""
+        """The newest ``limit`` entries of the user, ascending by seq.
+
+        A log that can tell it lost data (``SelfChecking``) raises ``TierLost``
+        instead of answering from what is left.
+        """
 
     async def ids(self, user_id: str) -> set[str]:
         """Every entry id the log holds for the user (for ``consistent_state``)."""

@@ -254,3 +254,22 @@ async def test_without_a_provider_the_stack_starts_and_stops_its_own_engines(
         await store.append_message("ann", "user", "x")
         assert [e.content for e in await store.get_history("ann")] == ["x"]
     assert _children() - before == set()
+
+
+async def test_a_redis_restarted_empty_is_detected_and_rebuilt(engines: Any) -> None:
+    """What the nemesis's kill:redis does: the log forgets everything, the archive does not."""
+    from nomnesia.adapters.redis_log import drop_namespace
+
+    async with open_pgvector(provider=engines) as store:
+        ann = [await store.append_message("ann", "user", f"m{i}") for i in range(5)]
+        await store.compact("ann")
+        history = await store.get_history("ann")
+        await drop_namespace(engines.url("redis"), store.archive._schema)  # type: ignore[attr-defined]
+        await store.append_message("bob", "user", "after")
+        assert await store.get_history("ann") == history
+        assert not await store.consistent_state("ann")
+        await store.recover()
+        assert await store.consistent_state("ann") and await store.consistent_state("bob")
+        assert await store.get_history("ann") == history
+        assert await store.log.tail("ann", 10) == history
+        assert len(ann) == 5

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from nomnesia.adapters.redis_log import RedisLog, drop_namespace
+from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 
 HOSTILE = ["*", "ann", "anna", "a:b", "{tag}", "x\\y", "🙂\n", "?", "[a-z]"]
@@ -20,6 +21,7 @@ async def log(request: pytest.FixtureRequest, engines: Any) -> AsyncIterator[Red
     url = engines.url(request.param)
     namespace = f"nm_{secrets.token_hex(8)}"
     log = RedisLog(url, namespace, name=request.param)
+    assert await log.mark_intact(await log.begin_rebuild())
     try:
         yield log
     finally:
@@ -76,3 +78,18 @@ async def test_readers_never_see_half_a_write(log: RedisLog) -> None:
 
     await asyncio.gather(log.put(big), reader())
     assert set(seen) <= {0, 200}
+
+
+async def test_a_log_that_lost_its_data_says_so(log: RedisLog, engines: Any) -> None:
+    await log.put(_entries("ann", 3))
+    assert await log.intact()
+    await drop_namespace(engines.url(log.name), log.namespace)  # what a restart without disk does
+    await log.put(_entries("ann", 1))  # a write after the loss must not make it look whole
+    with pytest.raises(TierLost):
+        await log.tail("ann", 10)
+    token = await log.begin_rebuild()
+    stale = await log.begin_rebuild()
+    assert not await log.mark_intact(token)  # a newer rebuild started: only it may vouch
+    await log.put(_entries("ann", 3))
+    assert await log.mark_intact(stale)
+    assert await log.tail("ann", 10) == _entries("ann", 3)

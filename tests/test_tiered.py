@@ -254,3 +254,20 @@ async def test_failpoints_declared_are_the_ones_passed(store: TieredMemoryStore)
     passed = set(seen) | set(healing)
     assert passed == set(FAILPOINTS)
     assert store.capabilities.failpoint_names == FAILPOINTS
+
+
+async def test_a_log_that_lost_its_data_is_not_trusted_then_rebuilt(
+        store: TieredMemoryStore) -> None:
+    log = store.log
+    assert isinstance(log, InMemoryLog)
+    entries = [await store.append_message("ann", "user", f"m{i}") for i in range(3)]
+    log.lose_everything()
+    await store.append_message("bob", "user", "after the loss")
+    assert await store.get_history("ann") == entries
+    report = await store.consistent_state("ann")
+    assert not report and ("log", "stale", None) in {
+        (d.backend, d.kind, d.entry_id) for d in report.differences}
+    await store.recover()
+    assert await store.consistent_state("ann") and await store.consistent_state("bob")
+    assert await log.tail("ann", 10) == entries  # rebuilt, and trusted again
+    assert await store.get_history("ann") == entries
