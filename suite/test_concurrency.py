@@ -24,7 +24,10 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from ._run import GuaranteeViolation, StoreFactory, StoreTests, settings, suite_test
+from .contract import Guarantee
 from .workload import Mix, Outcome, Workload, resolve_rounds, resolve_seed, run_rounds
 
 __all__ = ["TestConcurrency"]
@@ -57,6 +60,7 @@ def _saved(outcome: Outcome) -> str:
 class TestConcurrency(StoreTests):
     """Concurrent clients on one store: G1-G9 from the history, G11 at quiescence."""
 
+    @pytest.mark.guarantee(*(g for g in Guarantee if 1 <= g.number <= 9 or g.number == 11))
     @_concurrent
     async def test_concurrent_mixed_workload(self, store: StoreFactory) -> None:
         """Appends, retries, reads, searches, compactions and forgets over five users at once.
@@ -71,6 +75,8 @@ class TestConcurrency(StoreTests):
         """
         await _judge(store, 4, ops=500)
 
+    @pytest.mark.guarantee(Guarantee.DURABILITY, Guarantee.EXACTLY_ONCE, Guarantee.ORDER,
+                           Guarantee.ATOMIC_COMPACTION, Guarantee.QUIESCENT_CONSISTENCY)
     @_concurrent
     async def test_concurrent_compactions(self, store: StoreFactory) -> None:
         """Compactions racing appends, reads and each other on two users.
@@ -82,6 +88,8 @@ class TestConcurrency(StoreTests):
         mix = Mix(append=0.4, read=0.3, search=0.05, compact=0.25, forget=0.0)
         await _judge(store, 2, ops=400, users=("ann", "anna"), mix=mix)
 
+    @pytest.mark.guarantee(Guarantee.FORGET, Guarantee.DURABILITY, Guarantee.SEARCH,
+                           Guarantee.QUIESCENT_CONSISTENCY)
     @_concurrent
     async def test_concurrent_forget(self, store: StoreFactory) -> None:
         """Forgets racing appends, reads, searches and compactions.
@@ -93,6 +101,7 @@ class TestConcurrency(StoreTests):
         mix = Mix(append=0.45, read=0.25, search=0.12, compact=0.08, forget=0.1)
         await _judge(store, 2, ops=400, users=("ann", "anna", "Ann"), mix=mix)
 
+    @pytest.mark.guarantee(Guarantee.ISOLATION, Guarantee.SEARCH, Guarantee.IDEMPOTENT_APPENDS)
     @_concurrent
     async def test_concurrent_users_stay_apart(self, store: StoreFactory) -> None:
         """Users whose ids are prefixes, case variants and patterns of each other, searched a lot.
