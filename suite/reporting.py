@@ -149,7 +149,7 @@ def _exercised(item: pytest.Item) -> list[str]:
         return _ordered(keys)
     function = getattr(item, "function", None)
     if callable(function):
-        keys.update(_referenced(function, getattr(item, "cls", None), depth=3, seen=set()))
+        keys.update(_referenced(function, getattr(item, "cls", None), depth=5, seen=set()))
     keys.update(f"G{int(m.group(1))}" for m in _NAME_G.finditer(item.nodeid)
                 if int(m.group(1)) in _TITLES)
     if re.search(r"(?:^|[/_])inputs?(?:[_.]|$)", item.nodeid.split("::")[0], re.I):
@@ -164,8 +164,14 @@ def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
             yield from _codes(const)
 
 
+def _ours(value: object) -> bool:
+    module = str(getattr(value, "__module__", ""))
+    return module.startswith(f"{__package__}.") and module not in _HARNESS
+
+
 def _referenced(function: Callable[..., object], cls: type | None, *, depth: int,
                 seen: set[int]) -> set[str]:
+    """Guarantees named in ``function``, and in the suite functions and classes it uses."""
     function = inspect.unwrap(function)
     code = getattr(function, "__code__", None)
     if code is None or id(code) in seen:
@@ -179,16 +185,21 @@ def _referenced(function: Callable[..., object], cls: type | None, *, depth: int
             found.update(f"G{g.number}" if g.number else "Inputs"
                          for g in Guarantee if g.name in names)
         for name in names:
-            value = namespace.get(name)
-            if value is None and cls is not None:
-                value = inspect.getattr_static(cls, name, None)
+            value, owner = namespace.get(name), None
+            if value is None and cls is not None:  # self.helper(...)
+                value, owner = inspect.getattr_static(cls, name, None), cls
                 value = getattr(value, "__func__", value)
             if isinstance(value, Guarantee):
                 found.add(guarantee_key(value) or "")
-            elif (depth > 0 and inspect.isfunction(value)
-                  and str(getattr(value, "__module__", "")).startswith(f"{__package__}.")
-                  and value.__module__ not in _HARNESS):
-                found |= _referenced(value, cls, depth=depth - 1, seen=seen)
+            elif depth <= 0 or not _ours(value):
+                continue
+            elif inspect.isfunction(value):
+                found |= _referenced(value, owner, depth=depth - 1, seen=seen)
+            elif inspect.isclass(value):  # a checker object: every method it has
+                for member in vars(value).values():
+                    member = getattr(member, "__func__", member)
+                    if inspect.isfunction(member):
+                        found |= _referenced(member, value, depth=depth - 1, seen=seen)
     found.discard("")
     return found
 
