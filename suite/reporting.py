@@ -2,8 +2,9 @@
 
 A red test is only useful across adapters if it says which promise broke, so
 every test is recorded with the guarantees it exercises (its ``guarantee``
-marks, or a ``g7`` in its name) and the guarantees its failure names (suite
-failure messages start with ``G7 atomic compaction:`` or ``Inputs:``).
+marks, else the ``Guarantee`` members its code and the suite's checkers refer
+to) and the guarantees its failure names (suite failure messages start with
+``G7 atomic compaction:`` or ``Inputs:``).
 
 Under pytest-xdist the workers run the tests and the controller writes the
 file: workers annotate each report's ``user_properties`` (which xdist forwards),
