@@ -268,6 +268,7 @@ class _UserChecker:
         self.check_covering(views)
         self.check_durability(views)
         self.check_real_time()
+        self.check_read_orders(views)
         self.check_searches()
         self.check_retries()
         return self.found
@@ -369,6 +370,38 @@ class _UserChecker:
                                 self.ack.get(nested[0]))
             views[c.lo] = (live, summary)
         return views
+
+    def check_read_orders(self, views: dict[int, tuple[dict[str, Rec], Rec | None]]) -> None:
+        """G5: every read agrees on one order, even if a store changed an entry's seq.
+
+        Reads are sorted by seq (checked per read), so two reads can only
+        disagree on an order through an entry shown with two seqs; only those
+        entries are examined, pairwise over the reads that show them.
+        """
+        first: dict[str, tuple[int, _C]] = {}
+        moved: dict[str, list[_C]] = {}
+        for c in self.clean_reads:
+            for m, r in views[c.lo][0].items():
+                seen = first.get(m)
+                if seen is None:
+                    first[m] = (r.seq, c)
+                elif seen[0] != r.seq and not self.forget_between(seen[1].lo, c.hi):
+                    moved.setdefault(m, [seen[1]]).append(c)
+        for m, reads in moved.items():
+            sides = []
+            for c in reads[:50]:
+                order = list(views[c.lo][0])
+                at = order.index(m)
+                sides.append((c, set(order[:at]), set(order[at + 1:])))
+            for i, (c1, before1, after1) in enumerate(sides):
+                for c2, before2, after2 in sides[i + 1:]:
+                    flipped = (before1 & after2) or (after1 & before2)
+                    if flipped and not self.forget_between(c1.lo, c2.hi):
+                        other = sorted(flipped)[0]
+                        self.report(Guarantee.ORDER, f"flip:{m}",
+                                    f"{c1} and {c2} order {short_id(m)} and {short_id(other)} "
+                                    f"differently: every read agrees on one order", c1, c2)
+                        return
 
     def check_phantoms(self) -> None:
         """Every id a read shows was produced by an append or compaction that may have run."""

@@ -170,6 +170,15 @@ def test_seq_must_follow_real_time() -> None:
     assert str(found).startswith("G5 order: append 0 returned a@5 before append 2 started")
 
 
+def test_reads_disagree_on_the_order() -> None:
+    h = H()
+    h.append(0, m("a", 1))
+    h.append(0, m("b", 2))
+    r1 = h.read(0, 10, m("a", 1), m("b", 2))
+    r2 = h.read(0, 10, m("b", 1), m("a", 2))  # each sorted, but a store renumbered them
+    assert indexes(one(h.check(), Guarantee.ORDER, "flip")) == [*r1, *r2]
+
+
 def test_summary_beside_what_it_covers() -> None:
     h = H()
     h.append(0, m("a", 1))
@@ -426,6 +435,7 @@ def test_gaps_in_seq_and_any_id_format() -> None:
     h.append(0, m("urn:x/1", 10))
     h.append(0, m("{'two'}", 250))
     h.read(0, 10, m("urn:x/1", 10), m("{'two'}", 250))
+    h.read(0, 10, m("urn:x/1", 11), m("{'two'}", 300))  # renumbered, same order: allowed
     assert h.check() == []
 
 
