@@ -14,7 +14,9 @@ in the database even across processes. Ids and contents are stored as bytea
 
 from __future__ import annotations
 
+import asyncio
 import re
+import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -23,7 +25,7 @@ import psycopg
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 from psycopg import AsyncConnection, sql
 from psycopg.rows import TupleRow
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from .archive import StalePrefix
 
@@ -113,9 +115,12 @@ async def create_pool(dsn: str, *, max_size: int = 8, timeout: float = 5.0,
     async def configure(conn: AsyncConnection[TupleRow]) -> None:
         await conn.set_autocommit(True)
 
+    # Half the store's timeout to wait for a pooled connection: the rest is left
+    # for a direct one (``_connection``) and the statement itself.
     pool: AsyncConnectionPool = AsyncConnectionPool(
-        dsn, min_size=1, max_size=max_size, open=False, configure=configure, timeout=timeout,
-        kwargs={"connect_timeout": max(1, int(timeout)), "application_name": application_name})
+        dsn, min_size=1, max_size=max_size, open=False, configure=configure,
+        timeout=timeout / 2,
+        kwargs={"connect_timeout": max(2, int(timeout)), "application_name": application_name})
     await pool.open(wait=True, timeout=timeout)
     return pool
 
@@ -125,20 +130,47 @@ async def drop_schema(pool: AsyncConnectionPool, schema: str) -> None:
         await conn.execute(_ddl("DROP SCHEMA IF EXISTS {s} CASCADE", schema))
 
 
+_DIRECT: weakref.WeakKeyDictionary[AsyncConnectionPool, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary())
+"""At most two connections outside each pool at a time (see ``_connection``)."""
+
+
 @asynccontextmanager
 async def _connection(pool: AsyncConnectionPool) -> AsyncIterator[AsyncConnection[TupleRow]]:
-    """A pooled connection; a broken one makes the pool check all the others at once.
+    """A pooled connection, or a direct one when the pool is backing off.
 
-    A restarted server breaks every pooled connection together: without the
-    check each of them would fail one operation in turn before being replaced.
+    After failed reconnects (a network partition, a server restart) psycopg's
+    pool waits 1, 2, 4 ... seconds between attempts, so it may stay empty for
+    seconds after the server is back. A direct connection answers as soon as
+    the server does; a semaphore keeps an overloaded store from opening many.
+    A broken pooled connection makes the pool check all the others at once:
+    a restarted server breaks them together, and each would fail one call.
     """
+    direct = _DIRECT.setdefault(pool, asyncio.Semaphore(2))
+    conn: AsyncConnection[TupleRow] | None
     try:
-        async with pool.connection() as conn:
-            yield conn
+        conn = await pool.getconn()
+    except PoolTimeout:
+        if direct.locked():
+            raise
+        conn = None
+    if conn is None:
+        async with direct:
+            kwargs = pool.kwargs if isinstance(pool.kwargs, dict) else {}
+            own = await AsyncConnection.connect(str(pool.conninfo), autocommit=True, **kwargs)
+            try:
+                yield own
+            finally:
+                await own.close()
+        return
+    try:
+        yield conn
     except psycopg.OperationalError:
         with suppress(Exception):
             await pool.check()
         raise
+    finally:
+        await pool.putconn(conn)
 
 
 def _b(text: str) -> bytes:

@@ -26,12 +26,11 @@ meanwhile is recomputed.
 from __future__ import annotations
 
 import asyncio
-import sys
 import uuid
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from nomnesia.suite.contract import SUMMARY_ROLE, Capabilities, ConsistencyReport, Difference, Entry
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, MemoryStoreError, StoreClosed
@@ -105,6 +104,7 @@ class TieredMemoryStore:
         self._closed = False
         # The log engine lost data (restarted empty): read the archive until rebuilt.
         self._log_lost = False
+        self._abandoned: set[asyncio.Future[Any]] = set()
 
     async def __aenter__(self) -> TieredMemoryStore:
         await self.recover()  # finish what a crashed process left; vouch for the log
@@ -117,18 +117,40 @@ class TieredMemoryStore:
     # -- plumbing -------------------------------------------------------------
 
     async def _call(self, backend: str, awaitable: Awaitable[T]) -> T:
-        """Bound one backend call by the timeout and name the backend in any failure."""
+        """Bound one backend call by the timeout and name the backend in any failure.
+
+        The call runs in a task of its own that is abandoned (cancelled, not
+        awaited) on timeout or when the caller is cancelled: client libraries
+        clean up after a cancel (psycopg cancels the query server-side and may
+        wait seconds for it), and that must not stretch the bound of G12.
+        """
+        task = asyncio.ensure_future(awaitable)
         try:
-            if sys.version_info >= (3, 11):
-                async with asyncio.timeout(self.timeout):
-                    return await awaitable
-            return await asyncio.wait_for(awaitable, self.timeout)
+            done, _ = await asyncio.wait((task,), timeout=self.timeout)
+        except BaseException:
+            self._abandon(task)
+            raise
+        if not done:
+            self._abandon(task)
+            raise BackendTimeout(backend, self.timeout)
+        try:
+            return task.result()
         except (ValueError, TypeError, MemoryStoreError, StalePrefix, TierLost):
             raise
         except (TimeoutError, asyncio.TimeoutError):  # distinct classes before Python 3.11
             raise BackendTimeout(backend, self.timeout) from None
         except Exception as exc:
             raise BackendUnavailable(backend, f"{type(exc).__name__}: {exc}") from exc
+
+    def _abandon(self, task: asyncio.Future[Any]) -> None:
+        task.cancel()
+        self._abandoned.add(task)
+        task.add_done_callback(self._reap)
+
+    def _reap(self, task: asyncio.Future[Any]) -> None:
+        self._abandoned.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: an abandoned call's failure is expected
 
     def _check_open(self) -> None:
         if self._closed:
@@ -358,6 +380,8 @@ class TieredMemoryStore:
         if self._closed:
             return
         self._closed = True
+        if self._abandoned:  # let timed-out calls finish their cleanup, within a bound
+            await asyncio.wait(set(self._abandoned), timeout=self.timeout)
         errors: list[BaseException] = []
         for tier in (self.archive, self.log, self.index):
             try:
