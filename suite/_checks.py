@@ -81,6 +81,8 @@ class Model:
 def check_returned(entry: EntryLike, user_id: str, role: str, content: str,
                    message_id: str | None, s: LoggedStore) -> None:
     """The entry an append returns is the message that was appended."""
+    expect(entry.user_id == user_id, _G9, f"append_message for user {user_id!r} returned an "
+                                          f"entry of user {entry.user_id!r}", s.log)
     got = (entry.user_id, entry.role, entry.content, tuple(entry.covers))
     expect(got == (user_id, role, content, ()), _G1,
            lambda: f"append_message returned {got!r}, not the appended "

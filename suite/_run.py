@@ -47,6 +47,7 @@ __all__ = [
     "replay_hint",
     "run_async",
     "settings",
+    "store_error",
     "suite_test",
     "wait_until",
 ]
@@ -115,6 +116,7 @@ class Op:
     started: float
     outcome: str | None = None  # None: still in flight
     user: object = None  # the user_id argument, to show one user's story
+    error: BaseException | None = None  # what the call raised, to recognise it later
 
 
 @dataclass
@@ -186,6 +188,27 @@ def expect(condition: object, guarantee: Guarantee, detail: str | Callable[[], s
                                  user=user)
 
 
+def store_error(exc: BaseException, logs: Sequence[OpLog] | None = None
+                ) -> GuaranteeViolation | None:
+    """A store call's unexpected exception as a violation (None if no store call raised it).
+
+    Tests catch the errors they expect (invalid input, conflicting retries);
+    anything else a store raises on a valid call of a healthy store fails the
+    run: ``ValueError``/``TypeError`` reject valid input (Inputs), anything
+    else is an error the store should not have had (G12).
+    """
+    for log in logs if logs is not None else (_active_logs.get() or []):
+        for op in log.ops:
+            if op.error is exc:
+                guarantee = Guarantee.INPUTS if isinstance(exc, (ValueError, TypeError)) \
+                    else Guarantee.ERRORS
+                return GuaranteeViolation(
+                    guarantee, f"{op.call} raised {type(exc).__name__}: {exc} "
+                               "(a valid call on a healthy store must not fail)",
+                    log, user=op.user)
+    return None
+
+
 @contextmanager
 def replay_hint(seed: int) -> Iterator[None]:
     """Add "replay with --nomnesia-seed N" to any violation raised inside the block."""
@@ -211,6 +234,12 @@ def reframed(guarantee: Guarantee, context: str) -> Iterator[None]:
             raise
         raise GuaranteeViolation(guarantee, f"after {context}: {exc.guarantee}: {exc.detail}",
                                  evidence=exc.evidence) from exc
+    except Exception as exc:
+        violation = store_error(exc)
+        if violation is None:
+            raise
+        raise GuaranteeViolation(guarantee, f"after {context}: {violation.detail}",
+                                 evidence=violation.evidence) from exc
 
 
 # --------------------------------------------------------------------------- stores
@@ -260,6 +289,7 @@ class LoggedStore:
             raise
         except BaseException as exc:
             op.outcome = f"raised {type(exc).__name__}: {_short(str(exc), 60)}"
+            op.error = exc
             raise
         op.outcome = describe(result)
         return result
@@ -372,6 +402,11 @@ def run_async(coro: Coroutine[Any, Any, T], *, timeout: float | None = None,
             raise GuaranteeViolation(
                 Guarantee.ERRORS, f"{what} did not finish within {limit:g}s: {where}{stuck}. "
                 "A store must raise within a bounded time, never hang", log)
+        error = None if task.cancelled() else task.exception()
+        if isinstance(error, Exception) and not isinstance(error, GuaranteeViolation):
+            violation = store_error(error, logs)
+            if violation is not None:
+                raise violation from error
         return task.result()
     finally:
         try:

@@ -60,6 +60,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--nomnesia-timeout", dest="nomnesia_timeout", type=float, default=120.0,
                     metavar="SECONDS", help="a suite test that takes longer fails with G12 "
                                             "(default 120)")
+    group.addoption("--nomnesia-op-timeout", dest="nomnesia_op_timeout", type=float,
+                    default=30.0, metavar="SECONDS",
+                    help="where a test checks that a store still answers (no lock left held "
+                         "after an interruption), the bound per operation (default 30)")
     group.addoption("--nomnesia-seed", dest="nomnesia_seed", type=int, default=None,
                     metavar="N", help="seed of the randomised tests (default: random, printed)")
     from . import reporting
@@ -126,11 +130,11 @@ def pytest_configure(config: pytest.Config) -> None:
     from . import reporting
 
     reporting.configure(config)
-    if store or adapter or _collects_suite(config):
-        from . import _run
+    from . import _run  # light: the subclass pattern needs the settings too
 
-        _run.settings.timeout = float(config.getoption("nomnesia_timeout", 120.0))
-        _run.settings.seed = int(seed)
+    _run.settings.timeout = float(config.getoption("nomnesia_timeout", 120.0))
+    _run.settings.op_timeout = float(config.getoption("nomnesia_op_timeout", 30.0))
+    _run.settings.seed = int(seed)
 
 
 _SEED = pytest.StashKey[int]()

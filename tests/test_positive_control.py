@@ -18,6 +18,12 @@ GUARANTEE_FIRST = re.compile(r"^(G(\d{1,2}) [a-z ]+|Inputs): ")
 SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly")
 
 
+@pytest.fixture(autouse=True)
+def _quiet_ini(pytester: pytest.Pytester) -> None:
+    # Inner runs get a neutral ini (pytest-asyncio warns without a loop scope).
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+
+
 def _failures(reprec: pytest.HookRecorder) -> dict[str, str]:
     return {r.nodeid: r.longreprtext for r in reprec.getreports("pytest_runtest_logreport")
             if r.failed}
@@ -164,3 +170,274 @@ def test_failpoint_sweeps_run_on_a_store_that_declares_failpoints(
     passed, skipped, _ = reprec.listoutcomes()
     assert not skipped
     assert sum("failpoints" in r.nodeid for r in passed) == 6
+
+
+# --------------------------------------------------------------------------- the mutant zoo
+# One realistic bug each, on top of the oracle. For each: the test that must
+# catch it and the guarantee its message must start with. Run every time.
+
+from dataclasses import replace as _replace  # noqa: E402
+
+from nomnesia.adapters.memory import InMemoryStore  # noqa: E402
+from nomnesia.suite.contract import ROLES, SUMMARY_ROLE, Entry  # noqa: E402
+
+
+class OldestFirstHistory(InMemoryStore):
+    """ORDER BY seq ASC LIMIT n: the oldest ``limit``, not the newest."""
+
+    async def get_history(self, user_id: str, limit: int = 10) -> list[Entry]:
+        return (await super().get_history(user_id, 10**9))[:limit]
+
+
+class NewestFirstHistory(InMemoryStore):
+    """Forgot to reverse ORDER BY seq DESC."""
+
+    async def get_history(self, user_id: str, limit: int = 10) -> list[Entry]:
+        return list(reversed(await super().get_history(user_id, limit)))
+
+
+class SearchIgnoresK(InMemoryStore):
+    async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
+        return await super().search(user_id, query, 1000)
+
+
+class DuplicateOnRetry(InMemoryStore):
+    """The idempotency lookup misses, so a retry appends again under the same id."""
+
+    async def append_message(self, user_id: str, role: str, content: str, *,
+                             message_id: str | None = None) -> Entry:
+        user = self._users.get(user_id) if isinstance(user_id, str) else None
+        if user is not None and message_id is not None and message_id in user.messages:
+            entry = Entry(message_id, user_id, user.next_seq, role, content)
+            user.next_seq += 1
+            user.live = (*user.live, entry)
+            return entry
+        return await super().append_message(user_id, role, content, message_id=message_id)
+
+
+class NoConflictCheck(InMemoryStore):
+    """A retry with other content silently returns the stored entry."""
+
+    async def append_message(self, user_id: str, role: str, content: str, *,
+                             message_id: str | None = None) -> Entry:
+        user = self._users.get(user_id) if isinstance(user_id, str) else None
+        if user is not None and message_id in user.messages:
+            return user.messages[message_id]
+        return await super().append_message(user_id, role, content, message_id=message_id)
+
+
+class NestedCovers(InMemoryStore):
+    """A second summary covers the first summary's id instead of what it covered."""
+
+    async def compact(self, user_id: str) -> Entry | None:
+        user = self._users.get(user_id)
+        old = user.live[0] if user and user.live and user.live[0].role == SUMMARY_ROLE else None
+        summary = await super().compact(user_id)
+        if summary is None or old is None:
+            return summary
+        nested = _replace(summary, covers=(old.id, *(c for c in summary.covers
+                                                     if c not in old.covers)))
+        user = self._users[user_id]
+        user.live = (nested, *user.live[1:])
+        return nested
+
+
+class SearchSeesCovered(InMemoryStore):
+    """The index still holds what compaction covered."""
+
+    async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
+        hits = await super().search(user_id, query, k)
+        user = self._users.get(user_id)
+        if user is None:
+            return hits
+        extra = [e for e in user.messages.values() if e.content == query and e not in hits]
+        return (extra + hits)[:k]
+
+
+class ForgetKeepsIndex(InMemoryStore):
+    """forget clears the log but not the vector index."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._ghosts: dict[str, Any] = {}
+
+    async def forget(self, user_id: str) -> None:
+        user = self._users.get(user_id) if isinstance(user_id, str) else None
+        await super().forget(user_id)
+        if user is not None:
+            self._ghosts[user_id] = user
+
+    async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
+        hits = await super().search(user_id, query, k)
+        ghost = self._ghosts.get(user_id)
+        if not hits and ghost is not None and user_id not in self._users:
+            return [e for e in ghost.live if e.content == query][:k]
+        return hits
+
+
+class PrefixSearch(InMemoryStore):
+    """``key LIKE 'ann%'``: ann sees anna's memories."""
+
+    async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
+        hits: list[Entry] = []
+        for other in list(self._users):
+            if isinstance(user_id, str) and other.startswith(user_id):
+                hits += await super().search(other, query, k)
+        return sorted(hits, key=lambda e: e.content != query)[:k]
+
+
+class CaseFoldedUsers(InMemoryStore):
+    """A case-insensitive collation on user_id."""
+
+    async def append_message(self, user_id: str, role: str, content: str, *,
+                             message_id: str | None = None) -> Entry:
+        if isinstance(user_id, str) and user_id.lower() != user_id:
+            return await super().append_message(user_id.lower(), role, content,
+                                                message_id=message_id)
+        return await super().append_message(user_id, role, content, message_id=message_id)
+
+    async def get_history(self, user_id: str, limit: int = 10) -> list[Entry]:
+        key = user_id.lower() if isinstance(user_id, str) else user_id
+        return await super().get_history(key, limit)
+
+
+class ValidatesAfterWrite(InMemoryStore):
+    """Writes first, checks the role afterwards."""
+
+    async def append_message(self, user_id: str, role: str, content: str, *,
+                             message_id: str | None = None) -> Entry:
+        entry = await super().append_message(user_id, "user", content, message_id=message_id)
+        if role not in ROLES:
+            raise ValueError(f"bad role {role!r}")
+        return entry
+
+
+class TruncatesContent(InMemoryStore):
+    """A VARCHAR(65535) column."""
+
+    async def append_message(self, user_id: str, role: str, content: str, *,
+                             message_id: str | None = None) -> Entry:
+        if isinstance(content, str):
+            content = content[:65_535]
+        return await super().append_message(user_id, role, content, message_id=message_id)
+
+
+class StripsContent(InMemoryStore):
+    async def append_message(self, user_id: str, role: str, content: str, *,
+                             message_id: str | None = None) -> Entry:
+        if isinstance(content, str):
+            content = content.strip()
+        return await super().append_message(user_id, role, content, message_id=message_id)
+
+
+class CompactsAtKeepLast(InMemoryStore):
+    """``>=`` instead of ``>``: compacts with exactly keep_last live entries."""
+
+    async def compact(self, user_id: str) -> Entry | None:
+        self.keep_last -= 1
+        try:
+            return await super().compact(user_id) if self.keep_last else None
+        finally:
+            self.keep_last += 1
+
+
+class SeqFromLength(InMemoryStore):
+    """seq = number of live entries + 1: reused after compaction."""
+
+    async def compact(self, user_id: str) -> Entry | None:
+        summary = await super().compact(user_id)
+        if summary is not None:
+            user = self._users[user_id]
+            user.next_seq = len(user.live) + 1
+        return summary
+
+
+class LockLeftHeld(InMemoryStore):
+    """acquire()/release() without try/finally around an await: a cancel leaves it held."""
+
+    async def append_message(self, user_id: str, role: str, content: str, *,
+                             message_id: str | None = None) -> Entry:
+        import asyncio
+
+        if not isinstance(user_id, str):
+            return await super().append_message(user_id, role, content, message_id=message_id)
+        lock = self._lock(f"outer:{user_id}")
+        await lock.acquire()
+        await asyncio.sleep(0)  # a network round trip
+        entry = await super().append_message(user_id, role, content, message_id=message_id)
+        lock.release()
+        return entry
+
+
+class HalfCompaction(InMemoryStore):
+    """Deletes the prefix, awaits the summarizer, then writes the summary."""
+
+    async def compact(self, user_id: str) -> Entry | None:
+        import asyncio
+
+        user = self._users.get(user_id) if isinstance(user_id, str) else None
+        if user is None or len(user.live) <= self.keep_last:
+            return await super().compact(user_id)
+        saved = user.live
+        user.live = user.live[len(user.live) - self.keep_last:]
+        await asyncio.sleep(0)
+        user.live = saved
+        return await super().compact(user_id)
+
+
+class AppendNotAtomic(InMemoryStore):
+    """The idempotency record is written after an await: a cancel leaves a duplicate-prone entry."""
+
+    async def append_message(self, user_id: str, role: str, content: str, *,
+                             message_id: str | None = None) -> Entry:
+        import asyncio
+
+        entry = await super().append_message(user_id, role, content, message_id=message_id)
+        if message_id is not None:
+            user = self._users[user_id]
+            saved = user.messages.pop(entry.id)
+            await asyncio.sleep(0)
+            user.messages[entry.id] = saved
+        return entry
+
+
+class LyingConsistency(InMemoryStore):
+    async def consistent_state(self, user_id: str) -> Any:
+        from nomnesia.suite.contract import ConsistencyReport, Difference
+
+        return ConsistencyReport.of(user_id, [Difference("index", "missing", "x")])
+
+
+MUTANTS = [
+    ("OldestFirstHistory", "test_history_limit_returns_newest", "G3"),
+    ("NewestFirstHistory", "test_history_limit_returns_newest", "G3"),
+    ("SearchIgnoresK", "test_search_returns_at_most_k", "G4"),
+    ("DuplicateOnRetry", "test_retry_with_same_message_id", "G6"),
+    ("NoConflictCheck", "test_conflicting_retry", "G6"),
+    ("NestedCovers", "test_compact_replaces_the_prefix", "G7"),
+    ("SearchSeesCovered", "test_search_never_returns_covered", "G4"),
+    ("ForgetKeepsIndex", "test_forget_removes_everything", "G8"),
+    ("PrefixSearch", "test_users_are_isolated", "G9"),
+    ("CaseFoldedUsers", "test_adversarial_user_ids_round_trip", "G9"),
+    ("ValidatesAfterWrite", "append_message.role", "Inputs"),
+    ("TruncatesContent", "test_adversarial_contents_round_trip", "G1"),
+    ("StripsContent", "test_adversarial_contents_round_trip", "G1"),
+    ("CompactsAtKeepLast", "test_compact_returns_none_up_to_keep_last", "G7"),
+    ("SeqFromLength", "test_append_after_compact_is_not_covered", "G5"),
+    ("LockLeftHeld", "test_cancel_at_every_step_then_recover and append", "G10"),
+    ("HalfCompaction", "test_cancel_at_every_step_then_recover and compact", "G10"),
+    ("AppendNotAtomic", "test_cancel_at_every_step_then_recover and append", "G10"),
+    ("LyingConsistency", "test_consistent_and_recoverable_when_quiescent", "G11"),
+]
+
+
+@pytest.mark.parametrize(("mutant", "test", "guarantee"), MUTANTS,
+                         ids=[m[0] for m in MUTANTS])
+def test_the_suite_catches_each_mutant(pytester: pytest.Pytester, mutant: str, test: str,
+                                       guarantee: str) -> None:
+    reprec = pytester.inline_run(*SUITE, "--store", f"{__name__}:{mutant}", "-k", test,
+                                 "--nomnesia-op-timeout", "1")
+    failures = _failures(reprec)
+    assert failures, f"{mutant} escaped {test}"
+    for nodeid, text in failures.items():
+        assert text.startswith((f"{guarantee} ", f"{guarantee}:")), f"{nodeid}:\n{text[:2000]}"
