@@ -27,7 +27,7 @@ from nomnesia.adapters.memory import InMemoryStore
 from nomnesia.adapters.text import ConcatSummarizer, Embedder
 from nomnesia.suite import test_concurrency as concurrency
 from nomnesia.suite._run import GuaranteeViolation
-from nomnesia.suite.contract import ConsistencyReport, Difference, EntryLike, Guarantee
+from nomnesia.suite.contract import ConsistencyReport, Difference, Entry, EntryLike, Guarantee
 from nomnesia.suite.errors import BackendTimeout
 from nomnesia.suite.workload import Outcome, Workload, resolve_rounds, resolve_seed, run_rounds
 
@@ -255,6 +255,39 @@ class ReordersOne(Wrapper):
         return entry
 
 
+class CompactsWithoutLock(Wrapper):
+    """Compaction swaps in a snapshot taken before summarizing: appends made meanwhile are lost."""
+
+    async def compact(self, user_id: str) -> Any:
+        inner = self.inner
+        user = inner._users.get(user_id)
+        if user is None or len(user.live) <= inner.keep_last:
+            return None
+        snapshot = user.live
+        prefix = snapshot[: len(snapshot) - inner.keep_last]
+        content = await inner._summarizer.summarize(user_id, prefix)
+        covers = [c for e in prefix for c in (e.covers if e.role == "summary" else (e.id,))]
+        summary = Entry(f"summary-{self.rng.getrandbits(64):x}", user_id, prefix[-1].seq,
+                        "summary", content, tuple(covers))
+        user.live = (summary, *snapshot[len(prefix):])
+        return summary
+
+
+class StaleReadCache(Wrapper):
+    """get_history serves a per-user cache that only every fifth read refreshes."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cache: dict[str, list[Any]] = {}
+        self.reads = 0
+
+    async def get_history(self, user_id: str, limit: int = 10) -> list[Any]:
+        self.reads += 1
+        if user_id not in self.cache or self.reads % 5 == 0:
+            self.cache[user_id] = await super().get_history(user_id, 10**6)
+        return list(self.cache[user_id][-limit:])
+
+
 class FalseReport(Wrapper):
     """Correct data, but consistent_state says a backend disagrees: a G11 failure."""
 
@@ -280,6 +313,8 @@ BROKEN: dict[str, Callable[[int], Any]] = {
     "loses-1-append-in-25": lambda seed: LosesAppends(seed=seed),
     "read-misses-1-in-25": lambda seed: ReadsMissOne(seed=seed),
     "1-seq-in-25-shared": lambda seed: ReordersOne(seed=seed),
+    "compaction-loses-racing-appends": lambda seed: CompactsWithoutLock(seed=seed),
+    "stale-read-cache": lambda seed: StaleReadCache(seed=seed),
     "fragile": lambda seed: FragileMemoryStore(seed=seed),
 }
 
