@@ -352,6 +352,33 @@ def test_adopted_processes_are_stopped_on_close(provider: EmbeddedProvider) -> N
     assert proc.poll() is not None
 
 
+def test_close_racing_a_start_leaves_nothing(provider: EmbeddedProvider) -> None:
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            provider.urls("postgres", "redis", "valkey")
+        except BackendUnavailable as exc:
+            errors.append(exc)
+
+    provider.url("redis")
+    directory = provider.directory
+    assert directory is not None
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    thread = threading.Thread(target=start)
+    thread.start()
+    time.sleep(0.05)  # let the start get going: the race is the point
+    provider.close()
+    thread.join(60)
+    assert not thread.is_alive()
+
+    def leftovers() -> list[psutil.Process]:
+        return [p for p in _alive(psutil.Process().children(recursive=True))
+                if p.pid not in before and p.name() != "python"]
+
+    assert _poll(lambda: not leftovers() and not directory.exists(), 10), leftovers()
+
+
 def test_get_provider_embedded_by_name() -> None:
     provider = get_provider("embedded")
     assert isinstance(provider, EmbeddedProvider)

@@ -168,6 +168,8 @@ class EmbeddedProvider(Provider):
 
     def _workdir(self) -> Path:
         with self._setup_lock:
+            if self.closed:  # a start that raced close(): create nothing new
+                raise BackendUnavailable("engines", "the embedded provider is closed")
             if self._dir is None:
                 as_user = _unprivileged_ids() if os.geteuid() == 0 else None
                 watchdog = Watchdog(run_owners())  # first: nothing may exist that no one removes
@@ -213,19 +215,25 @@ class EmbeddedProvider(Provider):
         with open(log, "ab") as handle:
             proc = spawn(argv, log=handle, stdin=stdin, user=user[0] if user else None,
                          group=user[1] if user else None, cwd=log.parent)
-        assert self._watchdog is not None
-        self._watchdog.watch_group(proc.pid)
         running = _Running(engine, proc, log, stop_signal)
         with self._setup_lock:
-            self._running.append(running)
+            closed = self.closed
+            if not closed:
+                assert self._watchdog is not None
+                self._watchdog.watch_group(proc.pid)
+                self._running.append(running)
+        if closed:  # close() ran while we were spawning: this one is ours to stop
+            kill_group(proc)
+            raise BackendUnavailable(engine, "the embedded provider was closed while starting")
         return running
 
     def _discard(self, running: _Running) -> None:
         kill_group(running.proc)
-        if self._watchdog is not None:
-            self._watchdog.forget_group(running.proc.pid)
         with self._setup_lock:
-            self._running.remove(running)
+            if running in self._running:
+                self._running.remove(running)
+                if self._watchdog is not None:
+                    self._watchdog.forget_group(running.proc.pid)
 
     def _wait(self, running: _Running, ready: Callable[[], bool]) -> None:
         """Poll ``ready`` with a bound; a dead process ends the wait with its log."""
