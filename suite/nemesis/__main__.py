@@ -23,6 +23,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=1.0, help="the store's backend timeout")
     parser.add_argument("--out", type=Path, default=None, help="write the report as JSON")
+    parser.add_argument("--kill-targets", default="",
+                        help="engines the kill fault may hit, e.g. postgres (default: all)")
+    parser.add_argument("--factory", default="",
+                        help="module:callable opening the store instead of the registry "
+                        "(e.g. nomnesia.suite.nemesis.broken:open_late_tiers)")
     parser.add_argument("--async-commit", action="store_true",
                         help="leave PostgreSQL's synchronous_commit off (the embedded default)")
     args = parser.parse_args(argv)
@@ -31,6 +36,9 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"seed={seed} (replay with --seed {seed})", flush=True)
     cfg = NemesisConfig(adapter=args.adapter, faults=args.faults, kinds=kinds_of(args.kinds),
                         seed=seed, timeout=args.timeout, durable_postgres=not args.async_commit,
+                        store_factory=args.factory,
+                        targets={"kill": tuple(args.kill_targets.split(","))}
+                        if args.kill_targets else {},
                         log=lambda line: print(line, flush=True))
     report = asyncio.run(run_nemesis(cfg))
     print(report.summary(), flush=True)

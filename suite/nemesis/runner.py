@@ -68,6 +68,9 @@ class NemesisConfig:
     """Run PostgreSQL with synchronous_commit=on, as production does (the embedded
     default is off, and a killed server then loses acknowledged commits)."""
     store_options: dict[str, Any] = field(default_factory=dict)
+    targets: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Engines each fault kind may hit (``{"kill": ("postgres",)}``); default: every
+    networked engine of the stack."""
     store_factory: str = ""
     """``module:callable`` opening the store instead of the registry (tests of broken stores)."""
     log: Callable[[str], None] = print
@@ -131,6 +134,8 @@ class _Run:
         self.proxied = ProxiedProvider(provider)
         self.control: Any = None
         self.workers: list[_Worker] = []
+        self.standby: _Worker | None = None
+        self.generations = 0
         self.report = NemesisReport(cfg.adapter, cfg.seed, list(cfg.kinds))
         self.t0 = time.monotonic()
         from nomnesia.adapters import ADAPTERS
@@ -142,28 +147,54 @@ class _Run:
 
     # -- workers ------------------------------------------------------------------------
 
-    def _config(self, generation: int, *, final: bool = False) -> WorkerConfig:
+    def _config(self, generation: int) -> WorkerConfig:
         return WorkerConfig(
             adapter=self.cfg.adapter, urls=self.urls, namespace=self.namespace,
             history=str(self.workdir / f"history-{generation:04d}.jsonl"), generation=generation,
             seed=self.cfg.seed, timeout=self.cfg.timeout, clients=self.cfg.clients,
-            final=final, result=str(self.workdir / "final.json"), pace=self.cfg.pace,
+            standby=True, result=str(self.workdir / "final.json"), pace=self.cfg.pace,
             options=dict(self.cfg.store_options), factory=self.cfg.store_factory)
 
-    async def spawn(self, *, final: bool = False) -> _Worker:
-        generation = len(self.workers)
-        config = self._config(generation, final=final)
+    async def spawn(self, command: str = "load") -> _Worker:
+        """Activate the warm standby with ``command`` (the next one starts after recovery,
+        so that its imports do not compete with the store's recovery for the CPU)."""
+        if self.standby is None:
+            self.standby = await self._start_standby()
+        worker, self.standby = self.standby, None
+        assert worker.proc.stdin is not None
+        worker.proc.stdin.write(f"{command}\n".encode())
+        await worker.proc.stdin.drain()
+        self.workers.append(worker)
+        return worker
+
+    async def _standby_ready(self) -> None:
+        """Wait (bounded, the load goes on) until the standby has imported everything."""
+        await self.ensure_standby()
+        assert self.standby is not None
+        ready = Path(self.standby.history + ".ready")
+        deadline = time.monotonic() + ANSWER_BOUND
+        while not await asyncio.to_thread(ready.exists) and time.monotonic() < deadline:
+            if self.standby.proc.returncode is not None:
+                break
+            await asyncio.sleep(0.01)  # bounded poll for the standby's ready file
+
+    async def ensure_standby(self) -> None:
+        if self.standby is None:
+            self.standby = await self._start_standby()
+
+    async def _start_standby(self) -> _Worker:
+        self.generations += 1
+        generation = self.generations
+        config = self._config(generation)
         log = (self.workdir / f"worker-{generation:04d}.log").open("wb")
         try:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "nomnesia.suite.nemesis.worker", config.dumps(),
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                 preexec_fn=_die_with_parent)
         finally:
             log.close()
-        worker = _Worker(generation, config.history, proc, _Tail(config.history))
-        self.workers.append(worker)
-        return worker
+        return _Worker(generation, config.history, proc, _Tail(config.history))
 
     @property
     def current(self) -> _Worker:
@@ -217,13 +248,17 @@ class _Run:
     async def fault(self, kind: str) -> FaultRecord:
         rng = self.rng
         hold = rng.uniform(*self.cfg.hold)
-        started = self._since()
         begin = time.monotonic()
         if kind == "crash":
+            await self._standby_ready()
+            started, begin = self._since(), time.monotonic()
             await self.kill_worker()
             await self.spawn()
             return FaultRecord("crash", "client", "", started, time.monotonic() - begin)
-        target = rng.choice(self.targets)
+        allowed = self.cfg.targets.get(kind)
+        target = rng.choice([t for t in self.targets if allowed is None or t in allowed]
+                            or self.targets)
+        started = self._since()
         if kind == "pause":
             self.control.pause(target)
             try:
@@ -265,6 +300,7 @@ class _Run:
             self.control = EngineControl(self.provider)
         try:
             await self.spawn()
+            await self.ensure_standby()
             for i in range(cfg.faults):
                 if await self.wait_answer(time.monotonic_ns(), cfg.load_between) is None:
                     self.report.errors.append(f"no load before fault {i}: the store stopped "
@@ -273,10 +309,11 @@ class _Run:
                 record = await self.fault(self.rng.choice(cfg.kinds))
                 record.recovered_after = await self.wait_answer(time.monotonic_ns(), 1)
                 self.report.faults.append(record)
+                await self.ensure_standby()
                 if (i + 1) % 25 == 0:
                     cfg.log(f"  {i + 1}/{cfg.faults} faults, {self._since():.0f} s")
             await self._stop_current()
-            final = await self.spawn(final=True)
+            final = await self.spawn("final")
             try:
                 await asyncio.wait_for(final.proc.wait(), 300)
             except asyncio.TimeoutError:
@@ -287,7 +324,7 @@ class _Run:
                 self.report.errors.append(f"final worker exited with {final.proc.returncode}:\n"
                                           f"{self._worker_log(final)}")
         finally:
-            for worker in self.workers:
+            for worker in [*self.workers, *([self.standby] if self.standby else [])]:
                 if worker.proc.returncode is None:
                     with contextlib.suppress(ProcessLookupError):
                         worker.proc.kill()

@@ -1,0 +1,235 @@
+"""The nemesis: its proxy really breaks the network, its runs find bugs and pass a correct store.
+
+Everything runs on real engines. Tests that stop or kill an engine get engines
+of their own, so the session's shared ``engines`` never see a fault.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+import redis
+from nomnesia.adapters import open_store
+from nomnesia.adapters.engines import EmbeddedProvider
+from nomnesia.adapters.engines.control import EngineControl
+from nomnesia.suite.errors import BackendUnavailable
+from nomnesia.suite.nemesis import ProxiedProvider
+from nomnesia.suite.nemesis.runner import NemesisConfig, run_nemesis
+
+TIMEOUT = 1.0
+
+
+def _seed() -> int:
+    env = os.environ.get("NOMNESIA_SEED", "").strip()
+    seed = int(env) if env else random.SystemRandom().randrange(2**32)
+    print(f"nemesis seed {seed} (replay with NOMNESIA_SEED={seed})")
+    return seed
+
+
+# -- the proxy, in front of the session's Redis ------------------------------------------
+
+
+@pytest.fixture
+def proxied(engines: EmbeddedProvider) -> Iterator[ProxiedProvider]:
+    with ProxiedProvider(engines) as provider:
+        yield provider
+
+
+@pytest.fixture
+def direct(engines: EmbeddedProvider) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(engines.url("redis"), socket_timeout=5)
+    yield client
+    client.delete("nemesis:test:a", "nemesis:test:b", "nemesis:test:c")
+    client.close()
+
+
+def _client(proxied: ProxiedProvider) -> redis.Redis:
+    return redis.Redis.from_url(proxied.url("redis"), socket_timeout=0.5,
+                                socket_connect_timeout=0.5, retry=None)
+
+
+def test_proxy_passes_and_delays(proxied: ProxiedProvider, direct: redis.Redis) -> None:
+    client = _client(proxied)
+    try:
+        assert proxied.url("redis") != proxied.inner.url("redis")
+        client.set("nemesis:test:a", "1")
+        assert direct.get("nemesis:test:a") == b"1"
+        proxied.set_mode("redis", "latency", 150)
+        started = time.monotonic()
+        assert client.get("nemesis:test:a") == b"1"
+        assert time.monotonic() - started >= 0.15
+    finally:
+        client.close()
+
+
+def test_proxy_resets(proxied: ProxiedProvider) -> None:
+    client = _client(proxied)
+    try:
+        client.ping()
+        proxied.set_mode("redis", "reset")
+        with pytest.raises(redis.ConnectionError):
+            client.ping()
+        proxied.set_mode("redis", "pass")
+        assert client.ping()
+    finally:
+        client.close()
+
+
+def test_proxy_blackholes(proxied: ProxiedProvider, direct: redis.Redis) -> None:
+    client = _client(proxied)
+    try:
+        client.ping()
+        proxied.set_mode("redis", "blackhole")
+        started = time.monotonic()
+        with pytest.raises(redis.TimeoutError):
+            client.set("nemesis:test:b", "1")
+        assert time.monotonic() - started < 2
+        assert direct.get("nemesis:test:b") is None, "a black hole forwards nothing"
+    finally:
+        client.close()
+
+
+def test_proxy_drops_replies_after_the_write(proxied: ProxiedProvider,
+                                            direct: redis.Redis) -> None:
+    client = _client(proxied)
+    try:
+        client.ping()
+        proxied.set_mode("redis", "drop-replies")
+        with pytest.raises(redis.ConnectionError):
+            client.set("nemesis:test:c", "landed")
+        assert direct.get("nemesis:test:c") == b"landed", "the write must land"
+    finally:
+        client.close()
+
+
+def test_proxy_rejects_unknown_modes(proxied: ProxiedProvider) -> None:
+    with pytest.raises(ValueError, match="unknown proxy mode"):
+        proxied.set_mode("redis", "flaky")
+
+
+# -- a dead engine: every call fails in bounded time and names the engine ------------------
+
+
+@pytest.fixture(scope="module")
+def own_engines() -> Iterator[EmbeddedProvider]:
+    provider = EmbeddedProvider()
+    try:
+        provider.urls("postgres", "redis")
+        yield provider
+    finally:
+        provider.close()
+
+
+@pytest.fixture
+async def store_and_faults(own_engines: EmbeddedProvider
+                           ) -> AsyncIterator[tuple[Any, ProxiedProvider, EngineControl]]:
+    control = EngineControl(own_engines)
+    with ProxiedProvider(own_engines) as proxied:
+        try:
+            async with open_store("pgvector", provider=proxied, timeout=TIMEOUT) as store:
+                await store.append_message("ann", "user", "before the fault")
+                yield store, proxied, control
+        finally:
+            control.close()  # resumes anything still paused
+
+
+async def _fails_naming(engine: str, call: Any) -> None:
+    """The call raises BackendUnavailable naming ``engine`` well within a few timeouts."""
+    started = time.monotonic()
+    try:
+        await asyncio.wait_for(call, TIMEOUT * 6)
+    except BackendUnavailable as exc:
+        assert exc.backend == engine, f"the error names {exc.backend!r}, not {engine!r}: {exc}"
+        assert engine in str(exc)
+    except asyncio.TimeoutError:
+        pytest.fail(f"G12: a call against a dead {engine} hung for {TIMEOUT * 6:g}s")
+    else:
+        pytest.fail(f"G12: a call against a dead {engine} succeeded")
+    assert time.monotonic() - started <= TIMEOUT * 4
+
+
+PSYCOPG_CANCEL = pytest.mark.xfail(
+    reason="psycopg 3.3 answers a cancelled query by sending a cancel request and waiting for "
+    "the server (up to 5 s + 5 s, hard-coded in AsyncConnection.wait), so the store's "
+    "asyncio timeout raises BackendTimeout after ~11 s instead of 1 s when PostgreSQL is "
+    "silent; it passes when the pool has to open a new connection (connect_timeout holds). "
+    "Fix in adapters/tiered.py or postgres.py: abandon the call on timeout (run it in a task, "
+    "asyncio.wait(timeout), cancel without awaiting) instead of awaiting psycopg's cleanup.",
+    strict=False)
+ENGINES = [pytest.param("postgres", marks=PSYCOPG_CANCEL), "redis"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_blackholed_engine_fails_calls_in_bounded_time(
+        store_and_faults: tuple[Any, ProxiedProvider, EngineControl], engine: str) -> None:
+    store, proxied, _ = store_and_faults
+    proxied.set_mode(engine, "blackhole")
+    try:
+        await _fails_naming(engine, store.append_message("ann", "user", "into the void"))
+    finally:
+        proxied.set_mode(engine, "pass")
+    await store.recover()
+    assert await store.consistent_state("ann")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_a_stopped_engine_fails_calls_in_bounded_time(
+        store_and_faults: tuple[Any, ProxiedProvider, EngineControl], engine: str) -> None:
+    store, _, control = store_and_faults
+    control.pause(engine)
+    try:
+        await _fails_naming(engine, store.append_message("ann", "user", "to a frozen engine"))
+    finally:
+        control.resume(engine)
+    await store.recover()
+    assert await store.consistent_state("ann")
+
+
+@pytest.mark.xfail(
+    reason="TieredMemoryStore trusts the Redis log whenever no write of the user is in flight "
+    "or interrupted in this process; a restarted Redis (no persistence) comes back empty, so "
+    "get_history returns [] for acknowledged appends (G1/G3) and recover() does not rebuild "
+    "the log from the archive (it only replays outbox rows). consistent_state is falsy.",
+    strict=True)
+async def test_a_restarted_redis_is_rebuilt_from_the_archive(
+        store_and_faults: tuple[Any, ProxiedProvider, EngineControl]) -> None:
+    store, _, control = store_and_faults
+    await store.append_message("ann", "user", "after the first")
+    await asyncio.to_thread(control.restart, "redis")
+    for _ in range(3):  # the first call may meet the dead connection: that is allowed (info)
+        try:
+            await store.recover()
+            break
+        except BackendUnavailable:
+            continue
+    history = [e.content for e in await store.get_history("ann")]
+    assert history == ["before the fault", "after the first"], (
+        f"G1 durability: after a Redis restart and recover(), get_history returns {history}")
+
+
+# -- whole runs ------------------------------------------------------------------------------
+
+
+async def test_a_short_nemesis_run_on_pgvector_finds_nothing() -> None:
+    # Redis restarts are left out: test_a_restarted_redis_is_rebuilt_from_the_archive.
+    report = await run_nemesis(NemesisConfig(adapter="pgvector", faults=10, seed=_seed(),
+                                             hold=(0.1, 1.2), targets={"kill": ("postgres",)}))
+    print(report.summary())
+    assert report.passed, report.summary()
+    assert len(report.faults) == 10
+    assert report.operations["ok"] > 0
+
+
+async def test_the_nemesis_catches_a_store_that_writes_its_tiers_after_returning() -> None:
+    report = await run_nemesis(NemesisConfig(
+        adapter="pgvector", faults=6, kinds=("crash", "net"), seed=_seed(),
+        store_factory="nomnesia.suite.nemesis.broken:open_late_tiers"))
+    print(report.summary())
+    assert not report.passed
+    assert report.lost or report.anomalies, report.summary()
