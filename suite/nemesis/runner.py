@@ -125,10 +125,10 @@ class _Worker:
 
 
 class _Run:
-    def __init__(self, cfg: NemesisConfig, provider: Any, workdir: Path) -> None:
+    def __init__(self, cfg: NemesisConfig, provider: Any) -> None:
         self.cfg = cfg
         self.provider = provider
-        self.workdir = workdir
+        self.workdir = Path()
         self.rng = random.Random(cfg.seed)
         self.namespace = f"nm_nemesis_{secrets.token_hex(6)}"
         self.proxied = ProxiedProvider(provider)
@@ -289,8 +289,18 @@ class _Run:
     # -- the run ------------------------------------------------------------------------
 
     async def run(self) -> NemesisReport:
-        cfg = self.cfg
         real = await asyncio.to_thread(self.provider.urls, *self.engines)
+        # Inside the provider's private dir when there is one: its watchdog removes it
+        # even if this process is killed.
+        self.workdir = Path(tempfile.mkdtemp(prefix="nomnesia-nemesis-",
+                                             dir=getattr(self.provider, "directory", None)))
+        try:
+            return await self._run(real)
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    async def _run(self, real: dict[str, str]) -> NemesisReport:
+        cfg = self.cfg
         if cfg.durable_postgres and "postgres" in real:
             await asyncio.to_thread(_synchronous_commit, real["postgres"])
         self.urls = await asyncio.to_thread(self.proxied.urls, *self.engines)
@@ -428,11 +438,9 @@ async def run_nemesis(cfg: NemesisConfig, provider: Any = None) -> NemesisReport
 
         if not isinstance(provider, EmbeddedProvider):
             raise ValueError("engine faults (pause, kill) need an EmbeddedProvider")
-    workdir = Path(tempfile.mkdtemp(prefix="nomnesia-nemesis-"))
     try:
-        return await _Run(cfg, provider, workdir).run()
+        return await _Run(cfg, provider).run()
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
         if own:
             await asyncio.to_thread(provider.close)
 
