@@ -104,6 +104,7 @@ class TieredMemoryStore:
         self._closed = False
         # The log engine lost data (restarted empty): read the archive until rebuilt.
         self._log_lost = False
+        self._lost_index = False  # the same, for an index that can tell (search needs no flag)
         self._abandoned: set[asyncio.Future[Any]] = set()
 
     async def __aenter__(self) -> TieredMemoryStore:
@@ -254,7 +255,12 @@ class TieredMemoryStore:
         validate_limit("k", k)
         self._check_open()
         vector = self._embedder.embed([query])[0]
-        ids = await self._call(self.index.name, self.index.query(user_id, vector, max(4 * k, 20)))
+        try:
+            ids = await self._call(self.index.name,
+                                   self.index.query(user_id, vector, max(4 * k, 20)))
+        except TierLost:  # exact-content matches still come from the archive
+            ids = []
+            self._lost_index = True
         # The archive decides what is live: the index may still hold covered ids.
         live = await self._call(self.archive.name, self.archive.live_among(user_id, ids, query))
         rank = {entry_id: i for i, entry_id in enumerate(ids)}
@@ -335,11 +341,11 @@ class TieredMemoryStore:
                             for i in sorted(wanted - held)]
             differences += [Difference(tier.name, "extra", i, "not live in the archive")
                             for i in sorted(held - wanted)]
-        if isinstance(self.log, SelfChecking) and not await self._call(
-                self.log.name, self.log.intact()):
-            differences.append(Difference(self.log.name, "stale", None,
-                                          "lost its data (engine restarted empty?); "
-                                          "recover() rebuilds it"))
+        for tier in (self.log, self.index):
+            if isinstance(tier, SelfChecking) and not await self._call(tier.name, tier.intact()):
+                differences.append(Difference(tier.name, "stale", None,
+                                              "lost its data (engine restarted empty?); "
+                                              "recover() rebuilds it"))
         if differences:
             pending = await self._call(self.archive.name, self.archive.pending(user_id))
             if pending:
@@ -352,29 +358,37 @@ class TieredMemoryStore:
     async def recover(self) -> None:
         """Re-sync every user with an outbox row or an interrupted write. Idempotent.
 
-        If the log lost its data (its engine restarted empty), every user of
-        the archive is re-synced and the log vouched for again, unless it lost
-        data again meanwhile (then the next ``recover()`` tries again).
+        If a tier that can tell (``SelfChecking``) lost its data (its engine
+        restarted empty), every user of the archive is re-synced and the tier
+        vouched for again, unless it lost data again meanwhile (then the next
+        ``recover()`` tries again).
         """
         self._check_open()
-        log = self.log
-        token: str | None = None
-        if isinstance(log, SelfChecking) and (
-                self._log_lost or not await self._call(log.name, log.intact())):
-            self._log_lost = True
-            token = await self._call(log.name, log.begin_rebuild())
+        tokens: list[tuple[bool, SelfChecking, str]] = []  # (is the log, tier, token)
+        for tier, lost in ((self.log, self._log_lost), (self.index, self._lost_index)):
+            if isinstance(tier, SelfChecking) and (
+                    lost or not await self._call(tier.name, tier.intact())):
+                if tier is self.log:
+                    self._log_lost = True
+                token = await self._call(tier.name, tier.begin_rebuild())
+                tokens.append((tier is self.log, tier, token))
         pending = await self._call(self.archive.name, self.archive.pending())
         users = dict.fromkeys(u for _, u in pending)
         users.update(dict.fromkeys(u for u, g in self._guards.items() if g.dirty))
-        if token is not None:
+        if tokens:
             users.update(dict.fromkeys(await self._call(self.archive.name, self.archive.users())))
         for user_id in users:
             guard = self._guard(user_id)
             async with guard.lock:
                 guard.version += 1
                 await self._resync(user_id, guard)
-        if token is not None and isinstance(log, SelfChecking):
-            self._log_lost = not await self._call(log.name, log.mark_intact(token))
+        for is_log, checked, token in tokens:
+            name = self.log.name if is_log else self.index.name
+            intact = await self._call(name, checked.mark_intact(token))
+            if is_log:
+                self._log_lost = not intact
+            else:
+                self._lost_index = not intact
 
     async def aclose(self) -> None:
         if self._closed:

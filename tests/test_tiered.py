@@ -16,6 +16,7 @@ import pytest
 from nomnesia.adapters.archive import InMemoryArchive
 from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
 from nomnesia.adapters.tiered import FAILPOINTS, TieredMemoryStore
+from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry, EntryLike
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, StoreClosed
 from nomnesia.suite.failpoints import Action, armed, recording
@@ -271,3 +272,45 @@ async def test_a_log_that_lost_its_data_is_not_trusted_then_rebuilt(
     assert await store.consistent_state("ann") and await store.consistent_state("bob")
     assert await log.tail("ann", 10) == entries  # rebuilt, and trusted again
     assert await store.get_history("ann") == entries
+
+
+class LosingIndex(InMemoryIndex):
+    """An index that can tell it lost its data (SelfChecking), like one in a restarted Redis."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.whole, self.rebuild = False, ""
+
+    def lose_everything(self) -> None:
+        self._users.clear()
+        self.whole = False
+
+    async def intact(self) -> bool:
+        return self.whole
+
+    async def begin_rebuild(self) -> str:
+        self.rebuild = f"t{random.random()}"
+        return self.rebuild
+
+    async def mark_intact(self, token: str) -> bool:
+        self.whole = token == self.rebuild
+        return self.whole
+
+    async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
+        if not self.whole:
+            raise TierLost("index lost its data")
+        return await super().query(user_id, vector, k)
+
+
+async def test_an_index_that_lost_its_data_is_rebuilt_and_search_degrades_gracefully() -> None:
+    index = LosingIndex()
+    async with TieredMemoryStore(log=InMemoryLog(), index=index, archive=InMemoryArchive(),
+                                 keep_last=2) as store:
+        entries = [await store.append_message("ann", "user", f"note {i}") for i in range(4)]
+        index.lose_everything()
+        assert (await store.search("ann", "note 2", 1))[0] == entries[2]  # exact, from archive
+        assert not await store.consistent_state("ann")
+        await store.recover()
+        assert await store.consistent_state("ann")
+        assert await index.ids("ann") == {e.id for e in entries}
+        assert (await store.search("ann", "note 3", 1))[0] == entries[3]
