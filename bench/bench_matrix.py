@@ -43,7 +43,9 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2,
                         help="parallel leaves (default: one per CPU)")
     parser.add_argument("--rounds", type=int, default=1, help="timed runs of each mode")
-    parser.add_argument("--session", default="matrix")
+    parser.add_argument("--session", action="append", default=None,
+                        help="session(s) to time (default: matrix); repeat for a subset, "
+                             "e.g. --session 'adapter(memory)' --session 'adapter(pgvector)'")
     parser.add_argument("--out", type=Path, default=None,
                         help="directory for the JSON result and the nox logs")
     parser.add_argument("nox_args", nargs="*", help="more nox arguments (after --)")
@@ -54,7 +56,8 @@ def main() -> int:
     def log(name: str) -> Path | None:
         return args.out / f"{name}.log" if args.out else None
 
-    base = ["-s", args.session, *args.nox_args]
+    sessions = args.session or ["matrix"]
+    base = ["-s", *sessions, *args.nox_args]
     setup, code = nox([*base, "-j", str(args.jobs), "--install-only"], log("install"))
     print(f"venvs ready in {setup:.1f} s (exit {code})", flush=True)
     times: dict[str, list[float]] = {"parallel": [], "serial": []}
@@ -68,13 +71,13 @@ def main() -> int:
 
     serial, parallel = min(times["serial"]), min(times["parallel"])
     speedup = serial / parallel if parallel else 0.0
-    print(f"\nnox -s {args.session}: parallel -j {args.jobs} {parallel:.1f} s, "
+    print(f"\nnox -s {' '.join(sessions)}: parallel -j {args.jobs} {parallel:.1f} s, "
           f"-j 1 {serial:.1f} s, speedup {speedup:.2f}x "
           f"(targets: < {TARGET_SECONDS:.0f} s, >= {TARGET_SPEEDUP}x)")
     met = parallel < TARGET_SECONDS and speedup >= TARGET_SPEEDUP
     print("targets met" if met else "targets NOT met")
     if args.out:
-        result = {"session": args.session, "jobs": args.jobs, "cpus": os.cpu_count(),
+        result = {"sessions": sessions, "jobs": args.jobs, "cpus": os.cpu_count(),
                   "install_s": setup, "parallel_s": times["parallel"],
                   "serial_s": times["serial"], "speedup": speedup, "exit_codes": codes,
                   "targets_met": met}

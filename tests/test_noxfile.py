@@ -180,3 +180,6 @@ def test_guarantee_of_reads_the_message_prefix(noxfile: ModuleType) -> None:
     assert noxfile.guarantee_of("Inputs: empty user id accepted") == "Inputs"
     assert noxfile.guarantee_of("assert 1 == 2", "test_g9_isolation") == "G9"
     assert noxfile.guarantee_of("assert 1 == 2", "test_other") == "unlabelled"
+    missing = "nomnesia.suite.errors.BackendUnavailable: backend 'postgres' unavailable: G12"
+    assert noxfile.guarantee_of(missing) == "G12"
+    assert noxfile.guarantee_of(missing.removesuffix(": G12")) == "BackendUnavailable"
