@@ -268,15 +268,17 @@ _XDIST_RUN = textwrap.dedent("""
 """)
 
 
-def test_sigkill_of_an_xdist_run_leaves_nothing(tmp_path: Path) -> None:
-    """Killing only the controller: its workers live on in their tests, their engines must not."""
+@pytest.mark.parametrize("target", ["controller", "process-group"])
+def test_sigkill_of_an_xdist_run_leaves_nothing(tmp_path: Path, target: str) -> None:
+    """SIGKILL to the whole run (a CI timeout) or to the controller only: then its workers live
+    on in their current tests until they next report, but their engines must not."""
     pytest.importorskip("xdist")
     (tmp_path / "test_hold.py").write_text(_XDIST_RUN)
     reports = tmp_path / "reports"
     reports.mkdir()
     argv = [sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider",
             str(tmp_path / "test_hold.py")]
-    run = subprocess.Popen(argv, cwd=tmp_path,
+    run = subprocess.Popen(argv, cwd=tmp_path, start_new_session=True,
                            env={**os.environ, "REPORT_DIR": str(reports)},
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     infos: list[dict[str, object]] = []
@@ -284,7 +286,10 @@ def test_sigkill_of_an_xdist_run_leaves_nothing(tmp_path: Path) -> None:
         assert _poll(lambda: len(list(reports.glob("*.json"))) == 2, 60), "workers never started"
         infos = [json.loads(path.read_text()) for path in reports.glob("*.json")]
     finally:
-        run.send_signal(signal.SIGKILL)
+        if target == "controller":
+            run.send_signal(signal.SIGKILL)
+        else:
+            os.killpg(run.pid, signal.SIGKILL)
         run.wait()
     groups = {group for info in infos for group in info["groups"]}  # type: ignore[attr-defined]
     dirs = [Path(str(info["dir"])) for info in infos]
