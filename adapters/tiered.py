@@ -105,7 +105,7 @@ class TieredMemoryStore:
         # The log engine lost data (restarted empty): read the archive until rebuilt.
         self._log_lost = False
         self._lost_index = False  # the same, for an index that can tell (search needs no flag)
-        self._abandoned: set[asyncio.Future[Any]] = set()
+        self._abandoned: dict[asyncio.Future[Any], str] = {}  # backend calls given up, by backend
 
     async def __aenter__(self) -> TieredMemoryStore:
         await self.recover()  # finish what a crashed process left; vouch for the log
@@ -129,10 +129,10 @@ class TieredMemoryStore:
         try:
             done, _ = await asyncio.wait((task,), timeout=self.timeout)
         except BaseException:
-            self._abandon(task)
+            self._abandon(task, backend)
             raise
         if not done:
-            self._abandon(task)
+            self._abandon(task, backend)
             raise BackendTimeout(backend, self.timeout)
         try:
             return task.result()
@@ -143,15 +143,28 @@ class TieredMemoryStore:
         except Exception as exc:
             raise BackendUnavailable(backend, f"{type(exc).__name__}: {exc}") from exc
 
-    def _abandon(self, task: asyncio.Future[Any]) -> None:
+    def _abandon(self, task: asyncio.Future[Any], backend: str) -> None:
         task.cancel()
-        self._abandoned.add(task)
+        self._abandoned[task] = backend
         task.add_done_callback(self._reap)
 
     def _reap(self, task: asyncio.Future[Any]) -> None:
-        self._abandoned.discard(task)
+        self._abandoned.pop(task, None)
         if not task.cancelled():
             task.exception()  # retrieved: an abandoned call's failure is expected
+
+    async def _settle(self) -> None:
+        """Wait (bounded) until every abandoned call is over, before a write reads or writes.
+
+        Until then a given-up write may still land, after the write that follows
+        it (a put after a forget). Once over, its outcome is fixed and a resync
+        sees the truth.
+        """
+        if self._abandoned:
+            _, pending = await asyncio.wait(set(self._abandoned), timeout=self.timeout)
+            if pending:
+                backend = self._abandoned.get(next(iter(pending)), "backend")
+                raise BackendTimeout(backend, self.timeout, "an earlier call is still stuck")
 
     def _check_open(self) -> None:
         if self._closed:
@@ -211,6 +224,7 @@ class TieredMemoryStore:
         guard = self._guard(user_id)
         async with guard.lock:
             guard.version += 1
+            await self._settle()
             if guard.dirty:
                 await self._resync(user_id, guard)
             guard.dirty = True  # from here the archive may hold what the tiers lack
@@ -287,6 +301,7 @@ class TieredMemoryStore:
             await failpoint("tiered.compact.after_summarize")
             async with guard.lock:
                 guard.version += 1
+                await self._settle()
                 if guard.dirty:
                     await self._resync(user_id, guard)
                 guard.dirty = True
@@ -317,6 +332,7 @@ class TieredMemoryStore:
         guard = self._guard(user_id)
         async with guard.lock:
             guard.version += 1
+            await self._settle()
             guard.dirty = True
             outbox = await self._call(self.archive.name, self.archive.forget(user_id))
             await failpoint("tiered.forget.after_archive")
@@ -381,6 +397,7 @@ class TieredMemoryStore:
             guard = self._guard(user_id)
             async with guard.lock:
                 guard.version += 1
+                await self._settle()
                 await self._resync(user_id, guard)
         for is_log, checked, token in tokens:
             name = self.log.name if is_log else self.index.name

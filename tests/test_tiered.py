@@ -314,3 +314,41 @@ async def test_an_index_that_lost_its_data_is_rebuilt_and_search_degrades_gracef
         assert await store.consistent_state("ann")
         assert await index.ids("ann") == {e.id for e in entries}
         assert (await store.search("ann", "note 3", 1))[0] == entries[3]
+
+
+class LateLog(InMemoryLog):
+    """A put that, once given up on, still lands later (bytes already on the wire)."""
+
+    def __init__(self) -> None:
+        super().__init__("log")
+        self.stuck = False
+        self.release = asyncio.Event()
+
+    async def put(self, entries: Sequence[Entry]) -> None:
+        if self.stuck:
+            try:
+                await self.release.wait()
+            except asyncio.CancelledError:
+                await self.release.wait()  # the cleanup outlives the cancel
+                await super().put(entries)
+                raise
+        await super().put(entries)
+
+
+async def test_a_given_up_write_cannot_land_after_the_next_write() -> None:
+    log = LateLog()
+    async with TieredMemoryStore(log=log, index=InMemoryIndex(), archive=InMemoryArchive(),
+                                 timeout=0.2) as store:
+        log.stuck = True
+        started = time.monotonic()
+        with pytest.raises(BackendTimeout, match="'log'"):
+            await store.append_message("ann", "user", "x", message_id="x")
+        assert time.monotonic() - started < 1  # G12, although the call is still stuck
+        with pytest.raises(BackendTimeout, match="'log'"):
+            await store.forget("ann")  # refuses while the old put may still land
+        log.stuck = False
+        log.release.set()
+        await store.forget("ann")
+        assert await log.ids("ann") == set()  # the late put landed before, not after
+        await store.recover()
+        assert await store.consistent_state("ann") and await store.get_history("ann") == []
