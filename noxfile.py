@@ -372,7 +372,14 @@ def render_table(cells: dict[tuple[str, str], Cell], adapters: Sequence[str],
     return "\n".join(out)
 
 
+def _install_only(session: nox.Session) -> bool:
+    """nox skips every ``session.run`` under ``--install-only``, and says so by returning None."""
+    return session.run(sys.executable, "-c", "", external=True, silent=True) is None
+
+
 def summarise(session: nox.Session, adapters: Sequence[str]) -> None:
+    if _install_only(session):
+        return
     directory = run_dir()
     cells = {(a, p): read_cell(directory, p, a) for a in adapters for p in PYTHONS}
     table = render_table(cells, adapters, PYTHONS, REGISTRY.guarantees)
@@ -408,8 +415,10 @@ def conformance(session: nox.Session, adapter: str) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     stem = directory / leaf_stem(str(session.python), adapter)
     deferred = bool(os.environ.get(DEFER_ENV))
-    session.run("python", str(ROOT / "ci" / "run_leaf.py"), str(stem), adapter, *session.posargs,
-                success_codes=range(6) if deferred else (0, 5))
+    ran = session.run("python", str(ROOT / "ci" / "run_leaf.py"), str(stem), adapter,
+                      *session.posargs, success_codes=range(6) if deferred else (0, 5))
+    if ran is None:  # --install-only
+        return
     cell = read_cell(directory, str(session.python), adapter)
     if cell.status == "no tests":
         session.warn("the suite collected no tests (pytest exit 5)")

@@ -80,6 +80,12 @@ def test_python_versions_come_from_the_classifiers(noxfile: ModuleType, tmp_path
     assert noxfile.python_versions(fake) == ["3.9", "3.14"]
 
 
+def test_python_versions_without_tomllib(noxfile: ModuleType,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "tomllib", None)  # as on Python 3.10
+    assert noxfile.python_versions() == PYTHONS
+
+
 def test_registry_read_by_path_matches_the_installed_one(noxfile: ModuleType) -> None:
     assert list(noxfile.ADAPTERS) == list(ADAPTERS)
     for name, spec in ADAPTERS.items():
