@@ -107,6 +107,44 @@ def _postgres_ready(port: int) -> bool:
         return False
 
 
+def _state(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of a process, None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[0], int(fields[1])
+
+
+def _children(parent: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            state = _state(int(name))
+            if state is not None and state[1] == parent:
+                found.append(int(name))
+    return found
+
+
+def _wait_gone(pids: list[int], within: float = 10.0) -> None:
+    """Until every pid has exited (a zombie has: its memory and shm are released)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        alive = [p for p in pids if (s := _state(p)) is not None and s[0] != "Z"]
+        if not alive:
+            return
+        time.sleep(0.005)  # bounded poll: SIGKILLed processes take a moment to exit
+    raise BackendUnavailable("engine", f"processes {pids} survived SIGKILL for {within:g}s")
+
+
+def _tail(path: str, lines: int = 12) -> str:
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
 class EngineControl:
     """Pause/resume/kill/restart the PostgreSQL, Redis and Valkey of an EmbeddedProvider."""
 
@@ -151,38 +189,27 @@ class EngineControl:
         e.stopped = False
 
     def kill(self, engine: str) -> None:
-        """SIGKILL the process group and reap it; the port and data dir stay as they are."""
+        """SIGKILL the engine and every process it forked; the port and data dir stay as is.
+
+        PostgreSQL puts each backend in a session of its own (setsid), so the group
+        of the postmaster is not enough: its children are found by parent pid.
+        """
         e = self._find(engine)
+        victims = [e.pid, *_children(e.pid)]
         with contextlib.suppress(ProcessLookupError):
             os.killpg(e.pid, signal.SIGKILL)
+        for pid in victims:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         if e.proc is not None:
             e.proc.wait(10)
         else:
             # The provider's Popen owns the child; reap it here so that PostgreSQL does not
             # mistake a zombie for a live postmaster (Popen.poll copes with ECHILD later).
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                try:
-                    done, _ = os.waitpid(e.pid, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if done:
-                    break
-                time.sleep(0.005)  # polling the kernel for the reaped child, bounded
-        self._wait_group_gone(e.pid)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(e.pid, 0)
+        _wait_gone(victims)
         e.stopped = False
-
-    @staticmethod
-    def _wait_group_gone(pgid: int, within: float = 10.0) -> None:
-        deadline = time.monotonic() + within
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
-                return
-            except PermissionError:
-                return
-            time.sleep(0.005)  # bounded poll: backends exit after their postmaster
 
     def start(self, engine: str) -> None:
         """Start the engine again with the same command line (port, data dir) and user."""
@@ -199,8 +226,8 @@ class EngineControl:
 
         while not ready():
             if proc.poll() is not None:
-                raise BackendUnavailable(engine, f"restart exited with {proc.returncode}; "
-                                         f"see {e.log}")
+                raise BackendUnavailable(engine, f"restart exited with {proc.returncode}:\n"
+                                         f"{_tail(e.log)}")
             if time.monotonic() > deadline:
                 raise BackendUnavailable(engine, f"not ready {READY_TIMEOUT:g}s after restart")
             time.sleep(0.01)  # bounded poll until the engine answers

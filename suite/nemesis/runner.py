@@ -316,7 +316,13 @@ class _Run:
                     self.report.errors.append(f"no load before fault {i}: the store stopped "
                                               "answering")
                     break
-                record = await self.fault(self.rng.choice(cfg.kinds))
+                kind = self.rng.choice(cfg.kinds)
+                try:
+                    record = await self.fault(kind)
+                except Exception as exc:  # the nemesis itself failed (e.g. an engine restart)
+                    self.report.errors.append(f"fault {i} ({kind}) could not be injected or "
+                                              f"healed: {type(exc).__name__}: {exc}")
+                    break
                 record.recovered_after = await self.wait_answer(time.monotonic_ns(), 1)
                 self.report.faults.append(record)
                 await self.ensure_standby()
