@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -202,7 +203,16 @@ def test_containers_are_built_from_their_specs(engine: str, offline_testcontaine
         assert wait._times == spec.log_times
 
 
+def test_no_testcontainers_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(docker_module, "docker_available", lambda: False)
+    monkeypatch.setitem(sys.modules, "testcontainers", None)
+    with DockerProvider() as provider, pytest.raises(BackendUnavailable) as caught:
+        provider.url("qdrant")
+    assert "pip install 'nomnesia[docker]'" in str(caught.value)
+
+
 def test_no_docker_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("testcontainers")
     monkeypatch.setattr(docker_module, "docker_available", lambda: False)
     with DockerProvider() as provider, pytest.raises(BackendUnavailable) as caught:
         provider.url("redis")
