@@ -20,7 +20,7 @@ import signal
 import socket
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -47,6 +47,7 @@ class _Engine:
     pid: int  # process group leader of the running instance
     proc: subprocess.Popen[bytes] | None = None  # set once we restarted it
     stopped: bool = False
+    paused: list[int] = field(default_factory=list)
 
 
 def _proc_info(pid: int) -> tuple[list[str], int, int, str, str]:
@@ -177,15 +178,29 @@ class EngineControl:
         return self._find(engine).pid
 
     def pause(self, engine: str) -> None:
-        """SIGSTOP the engine's whole process group (PostgreSQL backends included)."""
+        """SIGSTOP the engine and every process it forked (PostgreSQL backends included:
+        each runs in a session of its own, so the postmaster's group is not enough)."""
         e = self._find(engine)
-        os.killpg(e.pid, signal.SIGSTOP)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(e.pid, signal.SIGSTOP)
+        e.paused = [e.pid, *_children(e.pid)]
+        for pid in e.paused:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
         e.stopped = True
 
     def resume(self, engine: str) -> None:
         e = self._find(engine)
+        self._resume(e)
+
+    @staticmethod
+    def _resume(e: _Engine) -> None:
+        for pid in [*e.paused, *_children(e.pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(e.pid, signal.SIGCONT)
+        e.paused = []
         e.stopped = False
 
     def kill(self, engine: str) -> None:
@@ -243,9 +258,7 @@ class EngineControl:
         """Resume what is paused and stop what we restarted (the provider stops the rest)."""
         for e in self._engines.values():
             if e.stopped:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(e.pid, signal.SIGCONT)
-                e.stopped = False
+                self._resume(e)
             if e.proc is not None:
                 kill_group(e.proc, signal.SIGQUIT if e.name == "postgres" else signal.SIGKILL,
                            timeout=5.0)
