@@ -388,6 +388,26 @@ def test_close_racing_a_start_leaves_nothing(provider: EmbeddedProvider) -> None
     assert _poll(lambda: not leftovers() and not directory.exists(), 10), leftovers()
 
 
+def test_backends_of_a_killed_postmaster_are_stopped_too(provider: EmbeddedProvider) -> None:
+    """Backends leave the postmaster's process group (setsid): close() still ends them."""
+    url = provider.url("postgres")
+    directory = provider.directory
+    assert directory is not None
+    postmaster = provider.process_groups()[0]
+    conn = psycopg.connect(url, autocommit=True)
+    try:
+        backend_pid = conn.info.backend_pid
+        assert os.getpgid(backend_pid) != postmaster
+        os.kill(postmaster, signal.SIGKILL)
+        provider.close()
+        backend = psutil.Process(backend_pid) if psutil.pid_exists(backend_pid) else None
+        assert backend is None or not _alive([backend])
+        assert not directory.exists()
+    finally:
+        with contextlib.suppress(Exception):
+            conn.close()
+
+
 def test_get_provider_embedded_by_name() -> None:
     provider = get_provider("embedded")
     assert isinstance(provider, EmbeddedProvider)

@@ -28,28 +28,61 @@ import time
 from collections.abc import Sequence
 
 
-def _alive_in_groups(groups: set[int]) -> bool:
-    """Whether a non-zombie process is left in one of the groups (zombies await their reaper)."""
-    if sys.platform.startswith("linux"):
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != "Z" and int(fields[2]) in groups:
-                return True
+def _processes() -> list[tuple[int, str, int]]:
+    """(pid, state, pgid) of every process (Linux, from /proc)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        found.append((int(name), fields[0], int(fields[2])))
+    return found
+
+
+def _cwd_under(pid: int, dirs: Sequence[str]) -> bool:
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
         return False
-    alive = False
+    return any(cwd == path or cwd.startswith(path.rstrip("/") + "/") for path in dirs)
+
+
+def stragglers(groups: set[int], dirs: Sequence[str]) -> list[int]:
+    """Live (non-zombie) processes of the engines: in one of the groups, or working inside
+    one of the directories. PostgreSQL backends call setsid(), so they leave the
+    postmaster's group, but they keep its working directory (the data directory)."""
+    if sys.platform.startswith("linux"):
+        return [pid for pid, state, pgid in _processes()
+                if state != "Z" and pid != os.getpid()
+                and (pgid in groups or (dirs and _cwd_under(pid, dirs)))]
+    alive = []
     for group in groups:
         try:
             os.killpg(group, 0)
-            alive = True
+            alive.append(group)
         except OSError:
             pass
     return alive
+
+
+def kill_all(groups: set[int], dirs: Sequence[str], timeout: float) -> None:
+    """SIGKILL the groups and whatever runs inside the directories; wait (bounded) until gone."""
+    for group in groups:
+        with contextlib.suppress(OSError):
+            os.killpg(group, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = stragglers(groups, dirs)
+        if not left:
+            return
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
 
 
 def _remove_shm(segments: Sequence[int]) -> None:
@@ -63,12 +96,8 @@ def _remove_shm(segments: Sequence[int]) -> None:
 
 def cleanup(groups: set[int], dirs: list[str], segments: Sequence[int] = (),
             timeout: float = 8.0) -> None:
-    for group in groups:
-        with contextlib.suppress(OSError):
-            os.killpg(group, signal.SIGKILL)
     deadline = time.monotonic() + timeout
-    while groups and _alive_in_groups(groups) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    kill_all(groups, dirs, timeout)
     if segments and sys.platform.startswith("linux"):
         _remove_shm(segments)
     for path in dirs:

@@ -32,6 +32,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_e
 
 from ._base import EMBEDDED_HINT, Provider
 from ._proc import Watchdog, free_port, kill_group, run_owners, spawn
+from ._watchdog import kill_all
 
 __all__ = ["EmbeddedProvider", "postgres_bin_dir", "redis_server_path", "valkey_server_path"]
 
@@ -343,6 +344,8 @@ class EmbeddedProvider(Provider):
         for item in running:
             kill_group(item.proc, item.stop_signal, timeout=5.0)
         if self._dir is not None:
+            # Backends that outlived a postmaster killed hard (they are not in its group).
+            kill_all(set(), [str(self._dir)], timeout=5.0)
             _release_milvus_lite(self._dir / "milvus.db")
             for _ in range(3):  # an in-process writer may still be finishing a file
                 shutil.rmtree(self._dir, ignore_errors=True)
