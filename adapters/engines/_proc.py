@@ -126,7 +126,7 @@ def kill_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL,
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout)
-    # Children of the group (PostgreSQL backends) may still be exiting.
+    # Forks that stayed in the group (not PostgreSQL backends: they call setsid) may linger.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
 
