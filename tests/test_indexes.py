@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from nomnesia.adapters.indexes._common import new_namespace, point_uuid, user_key
 from nomnesia.adapters.tiers import VectorIndex
 from nomnesia.suite.contract import Entry
@@ -312,6 +313,7 @@ def test_redis_vset_keys_are_hex_under_the_namespace() -> None:
 
 async def test_private_milvus_lite_is_stopped_on_close() -> None:
     from milvus_lite.server_manager import server_manager_instance
+
     from nomnesia.adapters.indexes.milvus import MilvusIndex
     index = MilvusIndex(dim=DIM)
     await index.create()
@@ -357,3 +359,41 @@ async def test_a_down_server_raises_naming_the_backend(backend_name: str) -> Non
     assert caught.value.backend == index.name
     assert time.monotonic() - started < 5
     await index.aclose()
+
+
+async def test_a_call_given_up_on_lands_before_the_next_call() -> None:
+    """A cancelled or timed-out request may still reach the engine: later calls wait for it."""
+    import asyncio
+
+    from nomnesia.adapters.indexes._common import Calls
+    from nomnesia.suite.errors import BackendTimeout
+
+    calls, order, gate = Calls("engine"), [], asyncio.Event()
+
+    async def late_write() -> None:
+        await gate.wait()
+        order.append("late write")
+
+    async def read() -> None:
+        order.append("read")
+
+    first = asyncio.ensure_future(calls(5.0, late_write()))
+    await asyncio.sleep(0)  # let it start: the request is "on its way"
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    with pytest.raises(BackendTimeout, match="still running"):
+        await calls(0.01, read())
+    second = asyncio.ensure_future(calls(5.0, read()))
+    await asyncio.sleep(0)
+    assert order == []
+    gate.set()
+    await second
+    assert order == ["late write", "read"]
+
+    gate.clear()
+    with pytest.raises(BackendTimeout):
+        await calls(0.01, late_write())
+    gate.set()
+    await calls(5.0, read())
+    assert order == ["late write", "read", "late write", "read"]

@@ -12,6 +12,7 @@ import re
 import struct
 
 import pytest
+
 from nomnesia.adapters.indexes._common import user_key
 from nomnesia.adapters.indexes.redis_search import (
     doc_key,

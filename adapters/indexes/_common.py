@@ -102,3 +102,48 @@ async def bounded(backend: str, timeout: float, call: Awaitable[T]) -> T:
 async def command(client: Any, *args: Any) -> Any:
     """A raw Redis command (redis-py leaves ``execute_command`` untyped)."""
     return await client.execute_command(*args)
+
+
+class Calls:
+    """Bounded backend calls of one index, in an order the engine cannot reverse.
+
+    A caller may give up on a call (its timeout, or its own cancellation) while
+    the request is already on its way: the engine may still apply it, later.
+    TieredMemoryStore reads an index to repair it after such a call, so the
+    call is shielded and keeps running, and every later call of this index
+    first waits (bounded) until the given-up ones are over: a repair never
+    reads a state that a late write then changes.
+    """
+
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self._orphans: set[asyncio.Future[Any]] = set()
+
+    async def __call__(self, timeout: float, call: Awaitable[T]) -> T:
+        try:
+            await self.drain(timeout)
+        except BaseException:
+            if asyncio.iscoroutine(call):
+                call.close()
+            raise
+        task = asyncio.ensure_future(call)
+        try:
+            return await bounded(self.backend, timeout, asyncio.shield(task))
+        except BaseException:
+            if not task.done():
+                self._orphans.add(task)
+                task.add_done_callback(self._reap)
+            raise
+
+    async def drain(self, timeout: float) -> None:
+        """Wait until the calls given up on are over, or raise ``BackendTimeout``."""
+        if self._orphans:
+            _, pending = await asyncio.wait(set(self._orphans), timeout=timeout)
+            if pending:
+                raise BackendTimeout(self.backend, timeout,
+                                     "a call given up on earlier is still running")
+
+    def _reap(self, task: asyncio.Future[Any]) -> None:
+        self._orphans.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: its caller already got an error

@@ -15,6 +15,7 @@ consistency, so an upsert is searchable once it returns.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import shutil
 import tempfile
@@ -22,11 +23,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nomnesia.suite.contract import Entry
 from pymilvus import AsyncMilvusClient, DataType, MilvusClient
 
+from nomnesia.suite.contract import Entry
+from nomnesia.suite.errors import BackendTimeout
+
 from ._common import (
-    bounded,
+    Calls,
     check_batch,
     check_k,
     check_namespace,
@@ -62,6 +65,7 @@ class MilvusIndex:
         self.namespace = check_namespace(namespace or new_namespace())
         self.dim = dim
         self.timeout = timeout
+        self._calls = Calls(self.name)
         self._tmp = tempfile.mkdtemp(prefix="nomnesia-milvus-") if uri is None else None
         self.uri = uri if uri is not None else str(Path(self._tmp or "") / "milvus.db")
         self._lite = not self.uri.startswith(("http://", "https://", "tcp://", "unix:"))
@@ -101,10 +105,14 @@ class MilvusIndex:
                              metric_type="COSINE")
             if not self._lite:
                 params.add_index("user_key", index_type="INVERTED")
-            self._sync.create_collection(self.namespace, schema=schema, index_params=params,
+            self._sync.create_collection(self.namespace, schema=schema,
                                          consistency_level="Strong")
             self._created = True
-        await bounded(self.name, self.timeout, asyncio.to_thread(connect_and_create))
+            # pymilvus waits 0.5 s before its first look at a new index; an
+            # empty collection's index is ready at once on Milvus Lite.
+            self._sync.create_index(self.namespace, params, sync=not self._lite)
+            self._sync.load_collection(self.namespace)
+        await self._calls(self.timeout, asyncio.to_thread(connect_and_create))
         self._async = AsyncMilvusClient(self.uri, token=self._token, timeout=self.timeout)
 
     async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
@@ -114,7 +122,7 @@ class MilvusIndex:
         rows = [{"pk": str(point_uuid(e.user_id, e.id)), "user_key": user_key(e.user_id),
                  "user_id": e.user_id, "entry_id": e.id, "vec": [float(x) for x in v]}
                 for e, v in zip(entries, vectors, strict=True)]
-        await bounded(self.name, self.timeout, self._client().upsert(self.namespace, rows))
+        await self._calls(self.timeout, self._client().upsert(self.namespace, rows))
         await self._wrote(len(rows))
 
     async def _wrote(self, rows: int) -> None:
@@ -130,19 +138,19 @@ class MilvusIndex:
             def flush_and_compact() -> None:
                 sync.flush(self.namespace)
                 sync.compact(self.namespace)
-            await bounded(self.name, self.timeout, asyncio.to_thread(flush_and_compact))
+            await self._calls(self.timeout, asyncio.to_thread(flush_and_compact))
 
     async def delete(self, user_id: str, entry_ids: Sequence[str]) -> None:
         if not entry_ids:
             return
         pks = [str(point_uuid(user_id, i)) for i in entry_ids]
-        await bounded(self.name, self.timeout, self._client().delete(self.namespace, ids=pks))
+        await self._calls(self.timeout, self._client().delete(self.namespace, ids=pks))
         await self._wrote(len(pks))
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
         check_k(k)
         expr, params = self._filter(user_id)
-        hits = await bounded(self.name, self.timeout, self._client().search(
+        hits = await self._calls(self.timeout, self._client().search(
             self.namespace, [[float(x) for x in vector]], limit=min(k, _PAGE), filter=expr,
             filter_params=params, output_fields=_FIELDS, anns_field="vec"))
         return [str(h["entity"]["entry_id"]) for h in hits[0]
@@ -150,11 +158,11 @@ class MilvusIndex:
 
     async def ids(self, user_id: str) -> set[str]:
         expr, params = self._filter(user_id)
-        rows = await bounded(self.name, self.timeout, self._client().query(
+        rows = await self._calls(self.timeout, self._client().query(
             self.namespace, filter=expr, filter_params=params, output_fields=_FIELDS,
             limit=_PAGE))
         if len(rows) >= _PAGE:  # more than one query can return: iterate (rare)
-            rows = await bounded(self.name, self.timeout * 10,
+            rows = await self._calls(self.timeout * 10,
                                  asyncio.to_thread(self._iterate, expr, params))
         return {str(r["entry_id"]) for r in rows if r.get("user_id") == user_id}
 
@@ -172,17 +180,19 @@ class MilvusIndex:
 
     async def delete_user(self, user_id: str) -> None:
         expr, params = self._filter(user_id)
-        await bounded(self.name, self.timeout, self._client().delete(
+        await self._calls(self.timeout, self._client().delete(
             self.namespace, filter=expr, filter_params=params))
 
     async def drop(self) -> None:
         if self._sync is not None:
-            await bounded(self.name, self.timeout,
+            await self._calls(self.timeout,
                           asyncio.to_thread(self._sync.drop_collection, self.namespace))
         self._created = False
 
     async def aclose(self) -> None:
         """Drop the collection if created here; stop a private Milvus Lite."""
+        with contextlib.suppress(BackendTimeout):  # let given-up calls land first
+            await self._calls.drain(self.timeout)
         try:
             if self._created:
                 await self.drop()

@@ -9,12 +9,15 @@ overwrites instead of duplicating. The user filter is a structured
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
-from nomnesia.suite.contract import Entry
 from qdrant_client import AsyncQdrantClient, models
 
-from ._common import bounded, check_batch, check_k, check_namespace, new_namespace, point_uuid
+from nomnesia.suite.contract import Entry
+from nomnesia.suite.errors import BackendTimeout
+
+from ._common import Calls, check_batch, check_k, check_namespace, new_namespace, point_uuid
 
 __all__ = ["QdrantIndex"]
 
@@ -38,6 +41,7 @@ class QdrantIndex:
         self.namespace = check_namespace(namespace or new_namespace())
         self.dim = dim
         self.timeout = timeout
+        self._calls = Calls(self.name)
         self._server = target.startswith(("http://", "https://"))
         if self._server:
             self._client = AsyncQdrantClient(url=target, timeout=max(1, int(timeout)),
@@ -62,10 +66,10 @@ class QdrantIndex:
                     self.namespace, "user_id",
                     models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD,
                                               is_tenant=True), wait=True)
-        await bounded(self.name, self.timeout, run())
+        await self._calls(self.timeout, run())
 
     async def drop(self) -> None:
-        await bounded(self.name, self.timeout, self._client.delete_collection(self.namespace))
+        await self._calls(self.timeout, self._client.delete_collection(self.namespace))
         self._created = False
 
     async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
@@ -77,19 +81,19 @@ class QdrantIndex:
                                payload={"user_id": e.user_id, "entry_id": e.id})
             for e, v in zip(entries, vectors, strict=True)
         ]
-        await bounded(self.name, self.timeout,
+        await self._calls(self.timeout,
                       self._client.upsert(self.namespace, points, wait=True))
 
     async def delete(self, user_id: str, entry_ids: Sequence[str]) -> None:
         if not entry_ids:
             return
         selector = models.PointIdsList(points=[str(point_uuid(user_id, i)) for i in entry_ids])
-        await bounded(self.name, self.timeout,
+        await self._calls(self.timeout,
                       self._client.delete(self.namespace, points_selector=selector, wait=True))
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
         check_k(k)
-        response = await bounded(self.name, self.timeout, self._client.query_points(
+        response = await self._calls(self.timeout, self._client.query_points(
             self.namespace, query=list(map(float, vector)), query_filter=_user_filter(user_id),
             limit=k, with_payload=["user_id", "entry_id"]))
         return [str(p.payload["entry_id"]) for p in response.points
@@ -99,7 +103,7 @@ class QdrantIndex:
         found: set[str] = set()
         offset: models.ExtendedPointId | None = None
         while True:
-            points, offset = await bounded(self.name, self.timeout, self._client.scroll(
+            points, offset = await self._calls(self.timeout, self._client.scroll(
                 self.namespace, scroll_filter=_user_filter(user_id), limit=1024, offset=offset,
                 with_payload=["user_id", "entry_id"]))
             found.update(str(p.payload["entry_id"]) for p in points
@@ -109,11 +113,13 @@ class QdrantIndex:
 
     async def delete_user(self, user_id: str) -> None:
         selector = models.FilterSelector(filter=_user_filter(user_id))
-        await bounded(self.name, self.timeout,
+        await self._calls(self.timeout,
                       self._client.delete(self.namespace, points_selector=selector, wait=True))
 
     async def aclose(self) -> None:
         """Drop the namespace if this index created it, then close the client."""
+        with contextlib.suppress(BackendTimeout):  # let given-up calls land first
+            await self._calls.drain(self.timeout)
         try:
             if self._created:
                 await self.drop()

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import TypeVar
 
 import qdrant_edge as qe
+
 from nomnesia.suite.contract import Entry
 
-from ._common import bounded, check_batch, check_k, check_namespace, new_namespace, point_uuid
+from ._common import Calls, check_batch, check_k, check_namespace, new_namespace, point_uuid
 
 __all__ = ["QdrantEdgeIndex"]
 
@@ -49,6 +50,7 @@ class QdrantEdgeIndex:
         self.namespace = check_namespace(namespace or new_namespace())
         self.dim = dim
         self.timeout = timeout
+        self._calls = Calls(self.name)
         self._tmp = None if root is not None else tempfile.mkdtemp(prefix="nomnesia-edge-")
         self.path = Path(root if root is not None else self._tmp or "") / self.namespace
         self._lock = threading.Lock()
@@ -61,7 +63,7 @@ class QdrantEdgeIndex:
                 if self._shard is None:
                     raise RuntimeError("shard is not open")
                 return fn(self._shard)
-        return await bounded(self.name, self.timeout, asyncio.to_thread(locked))
+        return await self._calls(self.timeout, asyncio.to_thread(locked))
 
     async def create(self) -> None:
         """Open the shard, creating it if the directory holds none."""
@@ -80,7 +82,7 @@ class QdrantEdgeIndex:
                 # exact scan of that user's points instead of a filtered HNSW walk.
                 self._shard.update(qe.UpdateOperation.create_field_index(
                     "user_id", qe.KeywordIndexParams(is_tenant=True)))
-        await bounded(self.name, self.timeout, asyncio.to_thread(open_shard))
+        await self._calls(self.timeout, asyncio.to_thread(open_shard))
 
     async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
         check_batch(entries, vectors, self.dim)
@@ -132,7 +134,7 @@ class QdrantEdgeIndex:
                 shutil.rmtree(self.path, ignore_errors=True)
                 if self._tmp is not None:
                     shutil.rmtree(self._tmp, ignore_errors=True)
-        await bounded(self.name, self.timeout, asyncio.to_thread(close_and_remove))
+        await self._calls(self.timeout, asyncio.to_thread(close_and_remove))
         self._created = False
 
     async def aclose(self) -> None:
@@ -144,4 +146,4 @@ class QdrantEdgeIndex:
                 if self._shard is not None:
                     self._shard.close()
                     self._shard = None
-        await bounded(self.name, self.timeout, asyncio.to_thread(close))
+        await self._calls(self.timeout, asyncio.to_thread(close))

@@ -19,12 +19,14 @@ import re
 import struct
 from collections.abc import Sequence
 
-from nomnesia.suite.contract import Entry
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from nomnesia.suite.contract import Entry
+from nomnesia.suite.errors import BackendTimeout
+
 from ._common import (
-    bounded,
+    Calls,
     check_batch,
     check_k,
     check_namespace,
@@ -107,6 +109,7 @@ class RedisSearchIndex:
         self.namespace = check_namespace(namespace or new_namespace())
         self.dim = dim
         self.timeout = timeout
+        self._calls = Calls(self.name)
         self.algorithm = algorithm
         # FLAT vectors are indexed within the HSET; HNSW may be indexed by
         # background workers (tiered index), so its searches can lag.
@@ -123,7 +126,7 @@ class RedisSearchIndex:
                 await command(self._redis,
                               *schema_args(self.namespace, self.dim, self.algorithm))
                 self._created = True
-        await bounded(self.name, self.timeout, run())
+        await self._calls(self.timeout, run())
 
     def _blob(self, vector: Sequence[float]) -> bytes:
         return struct.pack(f"<{self.dim}f", *vector)
@@ -135,16 +138,16 @@ class RedisSearchIndex:
             pipe.hset(doc_key(self.namespace, entry.user_id, entry.id), mapping={
                 "user": user_key(entry.user_id), "uid": entry.user_id.encode("utf-8"),
                 "eid": entry.id.encode("utf-8"), "vec": self._blob(vector)})
-        await bounded(self.name, self.timeout, pipe.execute())
+        await self._calls(self.timeout, pipe.execute())
 
     async def delete(self, user_id: str, entry_ids: Sequence[str]) -> None:
         keys = [doc_key(self.namespace, user_id, i) for i in entry_ids]
         if keys:
-            await bounded(self.name, self.timeout, self._redis.delete(*keys))
+            await self._calls(self.timeout, self._redis.delete(*keys))
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
         args = knn_query(self.namespace, user_id, self._blob(vector), k)
-        reply = await bounded(self.name, self.timeout, command(self._redis, *args))
+        reply = await self._calls(self.timeout, command(self._redis, *args))
         return parse_search(reply, user_id)
 
     async def _keys(self, user_id: str) -> list[bytes]:
@@ -160,24 +163,26 @@ class RedisSearchIndex:
             rows = await pipe.execute()
             return {eid.decode("utf-8") for uid, eid in rows
                     if uid is not None and eid is not None and uid.decode() == user_id}
-        return await bounded(self.name, self.timeout, run())
+        return await self._calls(self.timeout, run())
 
     async def delete_user(self, user_id: str) -> None:
         async def run() -> None:
             keys = await self._keys(user_id)
             if keys:
                 await self._redis.delete(*keys)
-        await bounded(self.name, self.timeout, run())
+        await self._calls(self.timeout, run())
 
     async def drop(self) -> None:
         """Drop the index and its documents (FT.DROPINDEX ... DD)."""
         async def run() -> None:
             with contextlib.suppress(ResponseError):  # already gone
                 await command(self._redis, "FT.DROPINDEX", index_name(self.namespace), "DD")
-        await bounded(self.name, self.timeout * 10, run())
+        await self._calls(self.timeout * 10, run())
         self._created = False
 
     async def aclose(self) -> None:
+        with contextlib.suppress(BackendTimeout):  # let given-up calls land first
+            await self._calls.drain(self.timeout)
         try:
             if self._created:
                 await self.drop()

@@ -9,14 +9,17 @@ plain keys, written synchronously: an upsert is visible when VADD returns.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from collections.abc import Sequence
 
-from nomnesia.suite.contract import Entry
 from redis.asyncio import Redis
 
+from nomnesia.suite.contract import Entry
+from nomnesia.suite.errors import BackendTimeout
+
 from ._common import (
-    bounded,
+    Calls,
     check_batch,
     check_k,
     check_namespace,
@@ -41,6 +44,7 @@ class RedisVsetIndex:
         self.namespace = check_namespace(namespace or new_namespace())
         self.dim = dim
         self.timeout = timeout
+        self._calls = Calls(self.name)
         self._redis: Redis = Redis.from_url(url, socket_timeout=timeout,
                                             socket_connect_timeout=timeout)
         self._created = False
@@ -56,7 +60,7 @@ class RedisVsetIndex:
         async def run() -> None:
             _, keys = await self._redis.scan(0, match=f"{self.namespace}:v:*", count=1000)
             self._created = not keys
-        await bounded(self.name, self.timeout, run())
+        await self._calls(self.timeout, run())
 
     async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
         check_batch(entries, vectors, self.dim)
@@ -66,7 +70,7 @@ class RedisVsetIndex:
         for entry, vector in zip(entries, vectors, strict=True):
             pipe.execute_command("VADD", self.key(entry.user_id), "FP32", self._blob(vector),
                                  entry.id.encode("utf-8"), "NOQUANT")
-        await bounded(self.name, self.timeout, pipe.execute())
+        await self._calls(self.timeout, pipe.execute())
 
     async def delete(self, user_id: str, entry_ids: Sequence[str]) -> None:
         if not entry_ids:
@@ -74,33 +78,35 @@ class RedisVsetIndex:
         pipe = self._redis.pipeline(transaction=False)
         for entry_id in entry_ids:
             pipe.execute_command("VREM", self.key(user_id), entry_id.encode("utf-8"))
-        await bounded(self.name, self.timeout, pipe.execute())
+        await self._calls(self.timeout, pipe.execute())
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
         check_k(k)
-        found = await bounded(self.name, self.timeout, command(
+        found = await self._calls(self.timeout, command(
             self._redis, "VSIM", self.key(user_id), "FP32", self._blob(vector), "COUNT", k,
             "EF", min(max(200, k), _MAX_EF)))
         return [e.decode("utf-8") for e in found or []]
 
     async def ids(self, user_id: str) -> set[str]:
         # VRANDMEMBER with a count at least the set's size returns every element.
-        found = await bounded(self.name, self.timeout, command(
+        found = await self._calls(self.timeout, command(
             self._redis, "VRANDMEMBER", self.key(user_id), 2**31 - 1))
         return {e.decode("utf-8") for e in found or []}
 
     async def delete_user(self, user_id: str) -> None:
-        await bounded(self.name, self.timeout, self._redis.delete(self.key(user_id)))
+        await self._calls(self.timeout, self._redis.delete(self.key(user_id)))
 
     async def drop(self) -> None:
         """Delete every key of the namespace (the prefix is glob-safe by construction)."""
         async def run() -> None:
             async for key in self._redis.scan_iter(match=f"{self.namespace}:v:*", count=1000):
                 await self._redis.delete(key)
-        await bounded(self.name, self.timeout * 10, run())
+        await self._calls(self.timeout * 10, run())
         self._created = False
 
     async def aclose(self) -> None:
+        with contextlib.suppress(BackendTimeout):  # let given-up calls land first
+            await self._calls.drain(self.timeout)
         try:
             if self._created:
                 await self.drop()
