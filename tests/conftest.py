@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
 from nomnesia.adapters.engines import EmbeddedProvider, ExternalProvider, Provider
 
 

@@ -6,10 +6,11 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import nomnesia.adapters.engines as engines_module
 import psycopg
 import pytest
 import redis
+
+import nomnesia.adapters.engines as engines_module
 from nomnesia.adapters.engines import (
     ENGINES,
     ENV_VARS,
@@ -24,7 +25,6 @@ from nomnesia.adapters.engines import (
 from nomnesia.adapters.engines import docker as docker_module
 from nomnesia.adapters.engines.docker import SPECS, ContainerSpec, build_container, container_name
 from nomnesia.suite.errors import BackendUnavailable
-
 from tests.conftest import postgres_leftovers, redis_leftovers
 
 # -- selection -----------------------------------------------------------------

@@ -20,6 +20,7 @@ import psutil
 import psycopg
 import pytest
 import redis
+
 from nomnesia.adapters.engines import EmbeddedProvider, get_provider
 from nomnesia.adapters.engines import embedded as embedded_module
 from nomnesia.suite.errors import BackendUnavailable

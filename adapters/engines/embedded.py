@@ -27,8 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from nomnesia.suite.errors import BackendUnavailable
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from nomnesia.suite.errors import BackendUnavailable
 
 from ._base import EMBEDDED_HINT, Provider
 from ._proc import Watchdog, free_port, kill_group, run_owners, spawn
