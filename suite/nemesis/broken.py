@@ -1,12 +1,11 @@
 """A deliberately broken TieredMemoryStore: the nemesis's positive control.
 
 It acknowledges an append once the archive holds it and its outbox row is
-cleared, and writes the short-term log and the vector index afterwards, in a
-background task. Inside one process that looks almost right (the task runs a
-moment later); a reader in that moment, or a client killed before the task
-ran, loses an acknowledged append: the archive has it, no outbox row says the
-log is behind, so nothing ever repairs it. A nemesis that passes this store is
-not testing anything.
+cleared, and writes the short-term log and the vector index afterwards, from a
+write-behind buffer flushed by a background task. A reader in between, or a
+client killed before the flush, loses an acknowledged append: the archive has
+it, no outbox row says the log is behind, so nothing ever repairs it. A
+nemesis that passes this store is not testing anything.
 
     NemesisConfig(store_factory="nomnesia.suite.nemesis.broken:open_late_tiers")
 """
@@ -14,6 +13,7 @@ not testing anything.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -29,23 +29,42 @@ __all__ = ["LateTiersStore", "open_late_tiers"]
 
 
 class LateTiersStore(TieredMemoryStore):
-    """Returns from append before the log and the index are written (the bug under test)."""
+    """Acknowledges appends before the log and the index hold them (the bug under test).
 
-    _late: set[asyncio.Task[None]]
+    A write-behind buffer, as many caches have: entries queue up and a background
+    task flushes them to the log and the index every ``FLUSH_EVERY`` seconds.
+    """
+
+    FLUSH_EVERY = 0.05
+    _queue: list[Entry]
+    _flusher: asyncio.Task[None] | None
 
     async def append_message(self, user_id: str, role: str, content: str,
                              *, message_id: str | None = None) -> Entry:
         user_id, role, content, message_id = validate_append(user_id, role, content, message_id)
         entry_id = message_id if message_id is not None else uuid.uuid4().hex
+        entry: Entry
         entry, outbox = await self._call(
             self.archive.name, self.archive.append(user_id, entry_id, role, content))
         if outbox is not None:
             await self._call(self.archive.name, self.archive.clear([outbox]))
-            vector = self._vectors([entry])
-            task = asyncio.ensure_future(self._put_tiers([entry], vector, "append"))
-            self._late.add(task)
-            task.add_done_callback(self._late.discard)
+            self._queue.append(entry)
+            if self._flusher is None:
+                self._flusher = asyncio.create_task(self._flush())
         return entry
+
+    async def _flush(self) -> None:
+        while True:
+            await asyncio.sleep(self.FLUSH_EVERY)  # the write-behind delay: this is the bug
+            batch, self._queue = self._queue, []
+            if batch:
+                with contextlib.suppress(Exception):
+                    await self._put_tiers(batch, self._vectors(batch), "append")
+
+    async def aclose(self) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+        await super().aclose()
 
 
 @asynccontextmanager
@@ -53,7 +72,7 @@ async def _late(**kw: Any) -> AsyncIterator[TieredMemoryStore]:
     async with open_engine_stack(None, log_engine="redis", **kw) as store:
         store.__class__ = LateTiersStore  # same state, the broken append
         assert isinstance(store, LateTiersStore)
-        store._late = set()
+        store._queue, store._flusher = [], None
         yield store
 
 
