@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import redis
+
 from nomnesia.adapters import open_store
 from nomnesia.adapters.engines import EmbeddedProvider
 from nomnesia.adapters.engines.control import EngineControl
