@@ -5,7 +5,7 @@ classifiers in pyproject.toml, adapters from the registry in adapters/__init__.p
 Adding a stack to the registry or a classifier to pyproject is all it takes to
 grow the matrix, here and in CI (ci/gha_matrix.py reads ``nox -l --json``).
 
-    nox -s matrix -j 2            every leaf, in parallel, then one table
+    nox -s matrix                 every leaf, one per CPU at a time, then one table
     nox -s "adapter(memory)"      one adapter on every Python
     nox -s "conformance-3.12(memory)"
     nox -s tests lint typecheck
@@ -252,6 +252,11 @@ if not os.environ.get(RUN_ENV):
     # The first nox process of a run names it; `-j` workers and sessions inherit both.
     os.environ[RUN_ENV] = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     os.environ[DEFER_ENV] = "1" if _starts_aggregate(sys.argv) else ""
+    if os.environ[DEFER_ENV]:
+        # Leaves mostly wait on engines and timeouts: one per CPU halves the wall time
+        # on 2 cores (bench/bench_matrix.py); more than that only adds contention.
+        # `-j N` or NOX_PARALLEL still decide.
+        nox.options.parallel = os.cpu_count() or 1
 
 
 def run_dir() -> Path:
@@ -447,7 +452,7 @@ for _name in ADAPTERS:
 @nox.session(python=False, requires=[leaf for a in ADAPTERS for leaf in _leaves(a)],
              tags=["aggregate"])
 def matrix(session: nox.Session) -> None:
-    """Every adapter on every Python (run with -j N for parallel leaves), then one table."""
+    """Every adapter on every Python (leaves in parallel, one per CPU; -j N), then one table."""
     summarise(session, list(ADAPTERS))
     _prune_old_runs()
 
