@@ -30,7 +30,7 @@ async def _qdrant(ctx: StackContext) -> VectorIndex:
     from .indexes.qdrant import QdrantIndex
 
     index = QdrantIndex(await _url(ctx, "qdrant"), namespace=ctx.namespace, dim=ctx.dim,
-                        timeout=ctx.timeout)
+                        timeout=ctx.timeout, reuse=ctx.reuse)
     await index.create()
     return index
 
@@ -38,8 +38,10 @@ async def _qdrant(ctx: StackContext) -> VectorIndex:
 async def _qdrant_edge(ctx: StackContext) -> VectorIndex:
     from .indexes.qdrant_edge import QdrantEdgeIndex
 
-    # In-process: a shard in a private temp dir, removed by aclose.
-    index = QdrantEdgeIndex(namespace=ctx.namespace, dim=ctx.dim, timeout=ctx.timeout)
+    # In-process: a shard in a private temp dir, removed by aclose. A reopened
+    # namespace finds it empty, so the index says so and recover() rebuilds it.
+    index = QdrantEdgeIndex(namespace=ctx.namespace, dim=ctx.dim, timeout=ctx.timeout,
+                            reuse=ctx.reuse)
     await index.create()
     return index
 
@@ -48,7 +50,7 @@ async def _milvus(ctx: StackContext) -> VectorIndex:
     from .indexes.milvus import MilvusIndex
 
     index = MilvusIndex(await _url(ctx, "milvus"), namespace=ctx.namespace, dim=ctx.dim,
-                        timeout=ctx.timeout)
+                        timeout=ctx.timeout, reuse=ctx.reuse)
     await index.create()
     return index
 
@@ -57,7 +59,7 @@ async def _redis_vsets(ctx: StackContext) -> VectorIndex:
     from .indexes.redis_vsets import RedisVsetIndex
 
     index = RedisVsetIndex(await _url(ctx, "redis"), namespace=ctx.namespace, dim=ctx.dim,
-                           timeout=ctx.timeout)
+                           timeout=ctx.timeout, reuse=ctx.reuse)
     await index.create()
     return index
 
@@ -66,7 +68,7 @@ async def _redis_search(ctx: StackContext) -> VectorIndex:
     from .indexes.redis_search import RedisSearchIndex
 
     index = RedisSearchIndex(await _url(ctx, "redis-search"), namespace=ctx.namespace,
-                             dim=ctx.dim, timeout=ctx.timeout)
+                             dim=ctx.dim, timeout=ctx.timeout, reuse=ctx.reuse)
     await index.create()
     return index
 

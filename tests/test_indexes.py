@@ -32,7 +32,7 @@ ADVERSARIAL_IDS = [
 ]
 ENTRY_IDS = ["e1", "e\x00nul", "é", "x" * 128, "😀" * 128, "*", '"', "a:b"]
 
-Opener = Callable[[str], Awaitable[Any]]
+Opener = Callable[..., Awaitable[Any]]
 
 
 async def _open_memory(namespace: str, **_: Any) -> VectorIndex:
@@ -41,39 +41,39 @@ async def _open_memory(namespace: str, **_: Any) -> VectorIndex:
 
 
 def _openers(tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, Opener]:
-    async def qdrant(namespace: str) -> Any:
+    async def qdrant(namespace: str, **kw: Any) -> Any:
         from nomnesia.adapters.indexes.qdrant import QdrantIndex
-        index = QdrantIndex(":memory:", namespace=namespace, dim=DIM)
+        index = QdrantIndex(":memory:", namespace=namespace, dim=DIM, **kw)
         await index.create()
         return index
 
-    async def qdrant_edge(namespace: str) -> Any:
+    async def qdrant_edge(namespace: str, **kw: Any) -> Any:
         from nomnesia.adapters.indexes.qdrant_edge import QdrantEdgeIndex
-        index = QdrantEdgeIndex(tmp_path / "edge", namespace=namespace, dim=DIM)
+        index = QdrantEdgeIndex(tmp_path / "edge", namespace=namespace, dim=DIM, **kw)
         await index.create()
         return index
 
-    async def milvus(namespace: str) -> Any:
+    async def milvus(namespace: str, **kw: Any) -> Any:
         from nomnesia.adapters.indexes.milvus import MilvusIndex
         uri = str(tmp_path / "milvus.db")
         request.addfinalizer(lambda: _release_milvus_lite(uri))
-        index = MilvusIndex(uri, namespace=namespace, dim=DIM)
+        index = MilvusIndex(uri, namespace=namespace, dim=DIM, **kw)
         await index.create()
         return index
 
-    async def redis_vsets(namespace: str) -> Any:
+    async def redis_vsets(namespace: str, **kw: Any) -> Any:
         from nomnesia.adapters.indexes.redis_vsets import RedisVsetIndex
         url = request.getfixturevalue("engines").url("redis")
-        index = RedisVsetIndex(url, namespace=namespace, dim=DIM)
+        index = RedisVsetIndex(url, namespace=namespace, dim=DIM, **kw)
         await index.create()
         return index
 
-    async def redis_search(namespace: str) -> Any:
+    async def redis_search(namespace: str, **kw: Any) -> Any:
         from nomnesia.adapters.indexes.redis_search import RedisSearchIndex
         url = os.environ.get("NOMNESIA_REDIS_SEARCH_URL")
         if not url:
             pytest.skip("NOMNESIA_REDIS_SEARCH_URL is not set (no Redis query engine here)")
-        index = RedisSearchIndex(url, namespace=namespace, dim=DIM)
+        index = RedisSearchIndex(url, namespace=namespace, dim=DIM, **kw)
         await index.create()
         return index
 
@@ -254,6 +254,37 @@ async def test_aclose_drops_the_namespace_it_created(opener: Opener, backend: st
         await reopened.aclose()
 
 
+async def test_a_reopened_namespace_keeps_its_data_or_says_it_lost_it(
+        opener: Opener, backend: str) -> None:
+    """``reuse``: data kept on close; an index recreated empty is not complete (SelfChecking)."""
+    from nomnesia.adapters.tiers import SelfChecking, TierLost
+    if backend == "memory":
+        pytest.skip("the in-memory index has no namespaces")
+    namespace, vector = new_namespace(), [1.0] + [0.0] * (DIM - 1)
+    first = await opener(namespace, reuse=True)
+    try:
+        assert isinstance(first, SelfChecking) or backend == "redis-search"
+        if isinstance(first, SelfChecking) and not await first.intact():
+            with pytest.raises(TierLost):
+                await first.query("u", vector, 1)
+            assert await first.mark_intact(await first.begin_rebuild())
+        await first.upsert([entry("u", "e")], [vector])
+    finally:
+        await first.aclose()
+    second = await opener(namespace, reuse=True)
+    try:
+        if isinstance(second, SelfChecking) and not await second.intact():
+            assert backend == "qdrant", "only a :memory: engine forgets on close"
+            with pytest.raises(TierLost):
+                await second.query("u", vector, 1)
+        else:
+            assert await second.ids("u") == {"e"}
+            assert await second.query("u", vector, 1) == ["e"]
+    finally:
+        await second.drop()
+        await second.aclose()
+
+
 # --- each backend's own syntax -------------------------------------------------------
 
 
@@ -397,3 +428,38 @@ async def test_a_call_given_up_on_lands_before_the_next_call() -> None:
     gate.set()
     await calls(5.0, read())
     assert order == ["late write", "read", "late write", "read"]
+
+
+async def test_redis_vsets_tells_when_its_engine_lost_the_data(engines: Any) -> None:
+    """SelfChecking: a restart without persistence empties Redis; the index must say so."""
+    import redis.asyncio as aioredis
+
+    from nomnesia.adapters.indexes.redis_vsets import RedisVsetIndex
+    from nomnesia.adapters.tiers import SelfChecking, TierLost
+    url = engines.url("redis")
+    index = RedisVsetIndex(url, dim=DIM)
+    await index.create()
+    raw = aioredis.Redis.from_url(url)
+    vector = [1.0] + [0.0] * (DIM - 1)
+
+    async def lose_everything() -> None:  # what a restart of a memory-only Redis does
+        keys = [k async for k in raw.scan_iter(match=f"{index.namespace}:*")]
+        await raw.delete(*keys)
+    try:
+        assert isinstance(index, SelfChecking) and await index.intact()
+        await index.upsert([entry("u", "e")], [vector])
+        await lose_everything()
+        assert not await index.intact()
+        with pytest.raises(TierLost):
+            await index.query("u", vector, 1)
+        token = await index.begin_rebuild()
+        await lose_everything()  # lost again during the rebuild: not vouched for
+        assert not await index.mark_intact(token)
+        token = await index.begin_rebuild()
+        await index.upsert([entry("u", "e")], [vector])
+        assert await index.mark_intact(token)
+        assert await index.intact() and await index.query("u", vector, 1) == ["e"]
+    finally:
+        await index.aclose()
+        assert [k async for k in raw.scan_iter(match=f"{index.namespace}:*")] == []
+        await raw.aclose()

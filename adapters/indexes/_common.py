@@ -16,11 +16,14 @@ import uuid
 from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
+from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import Entry
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, MemoryStoreError
 
 __all__ = [
     "NAMESPACE_RE",
+    "Calls",
+    "Completeness",
     "bounded",
     "check_batch",
     "check_k",
@@ -147,3 +150,32 @@ class Calls:
         self._orphans.discard(task)
         if not task.cancelled():
             task.exception()  # retrieved: its caller already got an error
+
+
+class Completeness:
+    """``SelfChecking`` for an index that can lose data only with its process or namespace.
+
+    A store that reopens a named namespace (``reuse``) may find the index
+    missing, e.g. an in-process engine whose process crashed, or a private temp
+    dir: the index is then created empty but not complete, queries raise
+    ``TierLost`` and the store's ``recover()`` rebuilds it from the archive.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.complete = True
+        self._token: str | None = None
+
+    def check(self) -> None:
+        if not self.complete:
+            raise TierLost(f"{self.name} was recreated empty for a reopened namespace; "
+                           "recover() rebuilds it")
+
+    def begin_rebuild(self) -> str:
+        self._token = secrets.token_hex(8)
+        return self._token
+
+    def mark_intact(self, token: str) -> bool:
+        if token == self._token:
+            self.complete = True
+        return self.complete

@@ -30,6 +30,7 @@ from nomnesia.suite.errors import BackendTimeout
 
 from ._common import (
     Calls,
+    Completeness,
     check_batch,
     check_k,
     check_namespace,
@@ -61,11 +62,13 @@ class MilvusIndex:
     search_staleness = 0.0  # consistency_level="Strong"; measured in tests/test_indexes.py
 
     def __init__(self, uri: str | None = None, *, namespace: str | None = None, dim: int = 384,
-                 timeout: float = 5.0, token: str = "") -> None:
+                 timeout: float = 5.0, token: str = "", reuse: bool = False) -> None:
         self.namespace = check_namespace(namespace or new_namespace())
         self.dim = dim
         self.timeout = timeout
         self._calls = Calls(self.name)
+        self.reuse = reuse
+        self._complete = Completeness(self.name)
         self._tmp = tempfile.mkdtemp(prefix="nomnesia-milvus-") if uri is None else None
         self.uri = uri if uri is not None else str(Path(self._tmp or "") / "milvus.db")
         self._lite = not self.uri.startswith(("http://", "https://", "tcp://", "unix:"))
@@ -93,6 +96,7 @@ class MilvusIndex:
         def connect_and_create() -> None:
             self._sync = MilvusClient(self.uri, token=self._token, timeout=self.timeout)
             if self._sync.has_collection(self.namespace):
+                self._sync.load_collection(self.namespace)  # released after a restart
                 return
             schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
             schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=36)
@@ -108,6 +112,7 @@ class MilvusIndex:
             self._sync.create_collection(self.namespace, schema=schema,
                                          consistency_level="Strong")
             self._created = True
+            self._complete.complete = not self.reuse
             # pymilvus waits 0.5 s before its first look at a new index; an
             # empty collection's index is ready at once on Milvus Lite.
             self._sync.create_index(self.namespace, params, sync=not self._lite)
@@ -149,6 +154,7 @@ class MilvusIndex:
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
         check_k(k)
+        self._complete.check()
         expr, params = self._filter(user_id)
         hits = await self._calls(self.timeout, self._client().search(
             self.namespace, [[float(x) for x in vector]], limit=min(k, _PAGE), filter=expr,
@@ -189,12 +195,21 @@ class MilvusIndex:
                           asyncio.to_thread(self._sync.drop_collection, self.namespace))
         self._created = False
 
+    async def intact(self) -> bool:
+        return self._complete.complete
+
+    async def begin_rebuild(self) -> str:
+        return self._complete.begin_rebuild()
+
+    async def mark_intact(self, token: str) -> bool:
+        return self._complete.mark_intact(token)
+
     async def aclose(self) -> None:
         """Drop the collection if created here; stop a private Milvus Lite."""
         with contextlib.suppress(BackendTimeout):  # let given-up calls land first
             await self._calls.drain(self.timeout)
         try:
-            if self._created:
+            if self._created and not self.reuse:
                 await self.drop()
         finally:
             if self._async is not None:

@@ -17,7 +17,15 @@ from qdrant_client import AsyncQdrantClient, models
 from nomnesia.suite.contract import Entry
 from nomnesia.suite.errors import BackendTimeout
 
-from ._common import Calls, check_batch, check_k, check_namespace, new_namespace, point_uuid
+from ._common import (
+    Calls,
+    Completeness,
+    check_batch,
+    check_k,
+    check_namespace,
+    new_namespace,
+    point_uuid,
+)
 
 __all__ = ["QdrantIndex"]
 
@@ -37,11 +45,13 @@ class QdrantIndex:
     search_staleness = 0.0
 
     def __init__(self, target: str = ":memory:", *, namespace: str | None = None,
-                 dim: int = 384, timeout: float = 5.0) -> None:
+                 dim: int = 384, timeout: float = 5.0, reuse: bool = False) -> None:
         self.namespace = check_namespace(namespace or new_namespace())
         self.dim = dim
         self.timeout = timeout
         self._calls = Calls(self.name)
+        self.reuse = reuse
+        self._complete = Completeness(self.name)
         self._server = target.startswith(("http://", "https://"))
         if self._server:
             self._client = AsyncQdrantClient(url=target, timeout=max(1, int(timeout)),
@@ -61,6 +71,7 @@ class QdrantIndex:
                 self.namespace,
                 vectors_config=models.VectorParams(size=self.dim, distance=models.Distance.COSINE))
             self._created = True
+            self._complete.complete = not self.reuse
             if self._server:  # local mode ignores payload indexes (and warns)
                 await self._client.create_payload_index(
                     self.namespace, "user_id",
@@ -93,6 +104,7 @@ class QdrantIndex:
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
         check_k(k)
+        self._complete.check()
         response = await self._calls(self.timeout, self._client.query_points(
             self.namespace, query=list(map(float, vector)), query_filter=_user_filter(user_id),
             limit=k, with_payload=["user_id", "entry_id"]))
@@ -116,12 +128,21 @@ class QdrantIndex:
         await self._calls(self.timeout,
                       self._client.delete(self.namespace, points_selector=selector, wait=True))
 
+    async def intact(self) -> bool:
+        return self._complete.complete
+
+    async def begin_rebuild(self) -> str:
+        return self._complete.begin_rebuild()
+
+    async def mark_intact(self, token: str) -> bool:
+        return self._complete.mark_intact(token)
+
     async def aclose(self) -> None:
         """Drop the namespace if this index created it, then close the client."""
         with contextlib.suppress(BackendTimeout):  # let given-up calls land first
             await self._calls.drain(self.timeout)
         try:
-            if self._created:
+            if self._created and not self.reuse:
                 await self.drop()
         finally:
             await self._client.close()

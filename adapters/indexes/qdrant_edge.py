@@ -21,7 +21,15 @@ import qdrant_edge as qe
 
 from nomnesia.suite.contract import Entry
 
-from ._common import Calls, check_batch, check_k, check_namespace, new_namespace, point_uuid
+from ._common import (
+    Calls,
+    Completeness,
+    check_batch,
+    check_k,
+    check_namespace,
+    new_namespace,
+    point_uuid,
+)
 
 __all__ = ["QdrantEdgeIndex"]
 
@@ -46,11 +54,13 @@ class QdrantEdgeIndex:
     search_staleness = 0.0
 
     def __init__(self, root: str | Path | None = None, *, namespace: str | None = None,
-                 dim: int = 384, timeout: float = 5.0) -> None:
+                 dim: int = 384, timeout: float = 5.0, reuse: bool = False) -> None:
         self.namespace = check_namespace(namespace or new_namespace())
         self.dim = dim
         self.timeout = timeout
         self._calls = Calls(self.name)
+        self.reuse = reuse
+        self._complete = Completeness(self.name)
         self._tmp = None if root is not None else tempfile.mkdtemp(prefix="nomnesia-edge-")
         self.path = Path(root if root is not None else self._tmp or "") / self.namespace
         self._lock = threading.Lock()
@@ -78,6 +88,7 @@ class QdrantEdgeIndex:
                     size=self.dim, distance=qe.Distance.Cosine))
                 self._shard = qe.EdgeShard.create(str(self.path), config)
                 self._created = True
+                self._complete.complete = not self.reuse
                 # A tenant index: filtered queries of a small user become an
                 # exact scan of that user's points instead of a filtered HNSW walk.
                 self._shard.update(qe.UpdateOperation.create_field_index(
@@ -101,6 +112,7 @@ class QdrantEdgeIndex:
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
         check_k(k)
+        self._complete.check()
         request = qe.QueryRequest(limit=k, query=qe.Query.Nearest([float(x) for x in vector]),
                                   filter=_user_filter(user_id),
                                   with_payload=["user_id", "entry_id"])
@@ -137,8 +149,17 @@ class QdrantEdgeIndex:
         await self._calls(self.timeout, asyncio.to_thread(close_and_remove))
         self._created = False
 
+    async def intact(self) -> bool:
+        return self._complete.complete
+
+    async def begin_rebuild(self) -> str:
+        return self._complete.begin_rebuild()
+
+    async def mark_intact(self, token: str) -> bool:
+        return self._complete.mark_intact(token)
+
     async def aclose(self) -> None:
-        if self._created or self._tmp is not None:
+        if (self._created and not self.reuse) or self._tmp is not None:
             await self.drop()
             return
         def close() -> None:

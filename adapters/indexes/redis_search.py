@@ -105,11 +105,13 @@ class RedisSearchIndex:
     name = "redis-search"
 
     def __init__(self, url: str, *, namespace: str | None = None, dim: int = 384,
-                 timeout: float = 5.0, algorithm: str = "FLAT") -> None:
+                 timeout: float = 5.0, algorithm: str = "FLAT",
+                 reuse: bool = False) -> None:
         self.namespace = check_namespace(namespace or new_namespace())
         self.dim = dim
         self.timeout = timeout
         self._calls = Calls(self.name)
+        self.reuse = reuse
         self.algorithm = algorithm
         # FLAT vectors are indexed within the HSET; HNSW may be indexed by
         # background workers (tiered index), so its searches can lag.
@@ -184,7 +186,7 @@ class RedisSearchIndex:
         with contextlib.suppress(BackendTimeout):  # let given-up calls land first
             await self._calls.drain(self.timeout)
         try:
-            if self._created:
+            if self._created and not self.reuse:
                 await self.drop()
         finally:
             await self._redis.aclose()
