@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from nomnesia.adapters import ADAPTERS
 
 yaml = pytest.importorskip("yaml", reason="pyyaml reads the workflow (pip install pyyaml)")

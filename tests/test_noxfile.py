@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
 from nomnesia.adapters import ADAPTERS
 
 ROOT = Path(__file__).resolve().parent.parent
