@@ -36,11 +36,16 @@ async def _qdrant(ctx: StackContext) -> VectorIndex:
 
 
 async def _qdrant_edge(ctx: StackContext) -> VectorIndex:
+    from .engines import ENGINES
     from .indexes.qdrant_edge import QdrantEdgeIndex
 
-    # In-process: a shard in a private temp dir, removed by aclose. A reopened
-    # namespace finds it empty, so the index says so and recover() rebuilds it.
-    index = QdrantEdgeIndex(namespace=ctx.namespace, dim=ctx.dim, timeout=ctx.timeout,
+    # In-process. A provider that knows "qdrant-edge" names a directory it
+    # removes itself (so a killed process leaves nothing, and a reopened
+    # namespace finds its shard); otherwise a private temp dir, removed by
+    # aclose, that a reopened namespace finds empty: the index then says so
+    # and recover() rebuilds it.
+    root = await _url(ctx, "qdrant-edge") if "qdrant-edge" in ENGINES else None
+    index = QdrantEdgeIndex(root, namespace=ctx.namespace, dim=ctx.dim, timeout=ctx.timeout,
                             reuse=ctx.reuse)
     await index.create()
     return index
