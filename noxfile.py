@@ -379,7 +379,7 @@ def render_table(cells: dict[tuple[str, str], Cell], adapters: Sequence[str],
 
 def _install_only(session: nox.Session) -> bool:
     """nox skips every ``session.run`` under ``--install-only``, and says so by returning None."""
-    return session.run(sys.executable, "-c", "", external=True, silent=True) is None
+    return session.run(sys.executable, "-c", "", external=True, silent=True, log=False) is None
 
 
 def summarise(session: nox.Session, adapters: Sequence[str]) -> None:
