@@ -165,6 +165,7 @@ def test_cells_tell_no_tests_and_errors_and_absent_leaves(noxfile: ModuleType,
     write_leaf(tmp_path, noxfile.leaf_stem("3.13", "memory"), 0, ok)
     cells = {p: noxfile.read_cell(tmp_path, p, "memory") for p in PYTHONS}
     assert [cells[p].status for p in PYTHONS] == ["no tests", "error", "not run", "pass"]
+    assert cells["3.13"].text() == "pass (1)"
     assert cells["3.10"].ok and cells["3.13"].ok
     assert not cells["3.11"].ok and not cells["3.12"].ok
 
@@ -190,3 +191,15 @@ def test_guarantee_of_reads_the_message_prefix(noxfile: ModuleType) -> None:
     missing = "nomnesia.suite.errors.BackendUnavailable: backend 'postgres' unavailable: G12"
     assert noxfile.guarantee_of(missing) == "G12"
     assert noxfile.guarantee_of(missing.removesuffix(": G12")) == "BackendUnavailable"
+
+
+def test_skipped_tests_are_counted_apart(noxfile: ModuleType, tmp_path: Path) -> None:
+    head = '<testsuites><testsuite name="pytest">'
+    skip = '<testcase name="s"><skipped message="no engine"/></testcase>'
+    write_leaf(tmp_path, noxfile.leaf_stem("3.12", "a"), 0,
+               f'{head}<testcase name="t"/>{skip}</testsuite></testsuites>')
+    write_leaf(tmp_path, noxfile.leaf_stem("3.12", "b"), 0,
+               f"{head}{skip}{skip}</testsuite></testsuites>")
+    assert noxfile.read_cell(tmp_path, "3.12", "a").text() == "pass (1, 1 skipped)"
+    cell = noxfile.read_cell(tmp_path, "3.12", "b")
+    assert (cell.status, cell.text(), cell.ok) == ("skipped", "skipped (2)", True)
