@@ -120,19 +120,23 @@ class TieredMemoryStore:
     async def _call(self, backend: str, awaitable: Awaitable[T]) -> T:
         """Bound one backend call by the timeout and name the backend in any failure.
 
-        The call runs in a task of its own that is abandoned (cancelled, not
-        awaited) on timeout or when the caller is cancelled: client libraries
-        clean up after a cancel (psycopg cancels the query server-side and may
-        wait seconds for it), and that must not stretch the bound of G12.
+        The call runs in a task of its own. On timeout it is cancelled and
+        abandoned (not awaited), so a client library's cancel clean-up (psycopg
+        may wait seconds for a server-side cancel) cannot stretch the bound of
+        G12. When the *caller* is cancelled, the call is left to finish: a
+        request already sent can still land on the server after the client
+        gave up, e.g. after a ``recover()`` that already looked, and only its
+        answer proves the server is done with it (``_settle`` waits for that).
         """
         task = asyncio.ensure_future(awaitable)
         try:
             done, _ = await asyncio.wait((task,), timeout=self.timeout)
         except BaseException:
-            self._abandon(task, backend)
+            # The caller was interrupted, not the backend: let the call finish.
+            self._abandon(task, backend, cancel=False)
             raise
         if not done:
-            self._abandon(task, backend)
+            self._abandon(task, backend, cancel=True)
             raise BackendTimeout(backend, self.timeout)
         try:
             return task.result()
@@ -143,8 +147,9 @@ class TieredMemoryStore:
         except Exception as exc:
             raise BackendUnavailable(backend, f"{type(exc).__name__}: {exc}") from exc
 
-    def _abandon(self, task: asyncio.Future[Any], backend: str) -> None:
-        task.cancel()
+    def _abandon(self, task: asyncio.Future[Any], backend: str, *, cancel: bool) -> None:
+        if cancel:
+            task.cancel()
         self._abandoned[task] = backend
         task.add_done_callback(self._reap)
 
@@ -163,6 +168,10 @@ class TieredMemoryStore:
         if self._abandoned:
             _, pending = await asyncio.wait(set(self._abandoned), timeout=self.timeout)
             if pending:
+                # Stuck for a whole timeout more (a black-holed connection may never
+                # answer): cancel it so the store can answer again once the engine does.
+                for task in pending:
+                    task.cancel()
                 backend = self._abandoned.get(next(iter(pending)), "backend")
                 raise BackendTimeout(backend, self.timeout, "an earlier call is still stuck")
 
@@ -380,6 +389,9 @@ class TieredMemoryStore:
         ``recover()`` tries again).
         """
         self._check_open()
+        # Calls abandoned by interrupted operations may still be landing; their
+        # outbox rows must be visible before we decide who needs a resync.
+        await self._settle()
         tokens: list[tuple[bool, SelfChecking, str]] = []  # (is the log, tier, token)
         for tier, lost in ((self.log, self._log_lost), (self.index, self._lost_index)):
             if isinstance(tier, SelfChecking) and (
@@ -411,8 +423,10 @@ class TieredMemoryStore:
         if self._closed:
             return
         self._closed = True
-        if self._abandoned:  # let timed-out calls finish their cleanup, within a bound
-            await asyncio.wait(set(self._abandoned), timeout=self.timeout)
+        if self._abandoned:  # let abandoned calls finish, within a bound, then give up
+            _, pending = await asyncio.wait(set(self._abandoned), timeout=self.timeout)
+            for task in pending:
+                task.cancel()
         errors: list[BaseException] = []
         for tier in (self.archive, self.log, self.index):
             try:
