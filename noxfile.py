@@ -464,6 +464,21 @@ def matrix(session: nox.Session) -> None:
     _prune_old_runs()
 
 
+# Stacks whose engines the nemesis can pause, kill and cut off (docs/nemesis.md).
+NEMESIS_ADAPTERS = [name for name in ("pgvector", "redis", "valkey") if name in ADAPTERS]
+
+
+@nox.session(default=False)
+@nox.parametrize("adapter", [nox.param(name, id=name) for name in NEMESIS_ADAPTERS])
+def faults(session: nox.Session, adapter: str) -> None:
+    """The nemesis on embedded engines: ``nox -s faults -- --faults 50 --kinds crash,net``."""
+    _install_project(session, ["all"])
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    session.run("python", "-m", "nomnesia.suite.nemesis", "--adapter", adapter,
+                "--out", str(RESULTS / f"nemesis-{adapter}.json"),
+                *(session.posargs or ["--faults", "200"]))
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """The project's own tests (tests/), on nox's Python: ``nox -s tests -- -k something``."""

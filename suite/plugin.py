@@ -37,6 +37,10 @@ USAGE = (
 )
 
 
+# Engines that only a server provides (Docker or a URL), never the embedded provider.
+_SERVER_ONLY = frozenset({"redis-search"})
+
+
 def _usage() -> str:
     try:
         from nomnesia.adapters import adapter_names
@@ -66,6 +70,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "after an interruption), the bound per operation (default 30)")
     group.addoption("--nomnesia-seed", dest="nomnesia_seed", type=int, default=None,
                     metavar="N", help="seed of the randomised tests (default: random, printed)")
+    group.addoption("--nemesis", dest="nomnesia_nemesis", metavar="KINDS", default=None,
+                    help="also run the nemesis on --adapter: crash,pause,kill,net or all "
+                         "(docs/nemesis.md)")
+    group.addoption("--nemesis-faults", dest="nomnesia_nemesis_faults", type=int, default=50,
+                    metavar="N", help="faults the --nemesis run injects (default 50)")
     from . import reporting
 
     reporting.add_options(group)  # --nomnesia-json PATH: the per-test, per-guarantee report
@@ -215,6 +224,12 @@ def nomnesia_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]
         from nomnesia.adapters.engines import get_provider
 
         provider = _settle(get_provider(_backends(config)))
+        server_only = _SERVER_ONLY.intersection(ADAPTERS[adapter].engines)
+        if getattr(provider, "kind", None) == "embedded" and server_only:
+            _settle(provider.close())
+            pytest.skip(f"adapter {adapter!r} needs {', '.join(sorted(server_only))}, which no "
+                        "wheel ships: run with --backends docker where Docker answers, or "
+                        "--backends external with its NOMNESIA_*_URL set")
     try:
         yield partial(open_store, adapter, provider=provider)
     finally:

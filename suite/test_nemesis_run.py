@@ -1,0 +1,28 @@
+"""Faults beyond the process, as one suite test that runs only when asked (``--nemesis``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ._run import settings
+
+
+def test_nemesis(request: pytest.FixtureRequest) -> None:
+    """Crashed clients, paused and killed engines, a lying network: nothing acknowledged is lost.
+
+    Runs with ``--adapter NAME --nemesis crash,pause,kill,net`` (or ``all``) and
+    ``--nemesis-faults N``; skipped otherwise, because it needs engines it can
+    signal (the embedded provider) and takes minutes.
+
+    Troubleshooting: the message starts with the broken guarantee and the run's
+    summary (faults by kind, outcomes, recovery times); docs/nemesis.md explains
+    each fault. Replay with ``--nomnesia-seed N``.
+    """
+    kinds = request.config.getoption("nomnesia_nemesis", None)
+    adapter = request.config.getoption("nomnesia_adapter", None)
+    if not kinds or not adapter:
+        pytest.skip("the nemesis runs with --adapter NAME --nemesis KINDS")
+    from .nemesis.suite_hook import nemesis_test
+
+    nemesis_test(adapter, kinds, seed=settings.seed,
+                 faults=request.config.getoption("nomnesia_nemesis_faults"))
