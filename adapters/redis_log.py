@@ -20,8 +20,9 @@ import secrets
 from collections.abc import Sequence
 from typing import Any, cast
 
-from nomnesia.suite.contract import Entry
 from redis.asyncio import Redis
+
+from nomnesia.suite.contract import Entry
 
 from .tiers import TierLost
 

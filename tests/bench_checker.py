@@ -19,11 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from test_workload import Wrapper
+
 from nomnesia.adapters.fragile import FragileMemoryStore
 from nomnesia.suite.checker import check
 from nomnesia.suite.history import History
 from nomnesia.suite.workload import Workload, run
-from test_workload import Wrapper
 
 
 class CheapEmbedder:

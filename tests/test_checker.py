@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from nomnesia.suite.checker import Anomaly, check
 from nomnesia.suite.contract import Guarantee
 from nomnesia.suite.history import History, Op, Rec

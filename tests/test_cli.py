@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from nomnesia.suite import cli
 from nomnesia.suite.report_html import build_matrix, render_markdown
 from nomnesia.suite.reporting import FORMAT, GUARANTEE_KEYS, failed_guarantees, guarantee_key

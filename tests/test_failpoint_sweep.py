@@ -19,6 +19,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import pytest
+
 from nomnesia.adapters import open_store
 from nomnesia.adapters.archive import InMemoryArchive
 from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+
 from nomnesia.adapters.redis_log import RedisLog, drop_namespace
 from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry

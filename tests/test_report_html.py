@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from nomnesia.suite.report_html import COLORS
 from nomnesia.suite.reporting import FORMAT, GUARANTEE_KEYS
 

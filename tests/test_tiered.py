@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
+
 from nomnesia.adapters.archive import InMemoryArchive
 from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
 from nomnesia.adapters.tiered import FAILPOINTS, TieredMemoryStore

@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any
 
 import pytest
+
 from nomnesia.adapters.fragile import FragileMemoryStore
 from nomnesia.adapters.memory import InMemoryStore
 from nomnesia.adapters.text import ConcatSummarizer, Embedder
