@@ -29,7 +29,7 @@ import sys
 import time
 import types
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -525,36 +525,32 @@ def typecheck(session: nox.Session) -> None:
         session.error("mypy found errors")
 
 
-def _bench_scripts() -> Iterator[Path]:
-    bench = ROOT / "bench"
-    if bench.is_dir():
-        for script in sorted(bench.glob("*.py")):
-            if not script.name.startswith("_") and script.name != "bench_matrix.py":
-                yield script
+# Benchmarks that bench/report.py does not fold in; each keeps its printout as DIR/<name>.txt.
+# bench_tiered.py is the report's engine, bench_matrix.py runs nox itself and
+# nemesis_run.py takes minutes: none of them runs here.
+_BENCH_EXTRA = ("bench_engines.py", "bench_indexes.py")
 
 
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
-    """Every bench/*.py but bench_matrix.py (it runs nox itself): ``nox -s bench -- --out DIR``.
+    """The benchmark report for every stack on embedded engines: ``nox -s bench -- --out DIR``.
 
-    ``--out DIR`` keeps each script's report in DIR/<script>.txt; other arguments
-    go to every script.
+    Writes DIR/report.json, DIR/report.md and DIR/*.png (bench/report.py; its other
+    options, e.g. ``--n 100 --suite``, pass through), then the engine start-up and
+    index benchmarks as DIR/<script>.txt unless ``--no-extra`` is given.
     """
-    scripts = list(_bench_scripts())
-    if not scripts:
-        session.skip("no benchmark scripts under bench/")
-    args = list(session.posargs)
-    out: Path | None = None
-    if "--out" in args:
-        i = args.index("--out")
-        if i + 1 >= len(args):
-            session.error("--out needs a directory")
-        out = Path(args[i + 1]).resolve()
-        del args[i:i + 2]
-        out.mkdir(parents=True, exist_ok=True)
-    _install_project(session, ["all"])
-    for script in scripts:
-        report = session.run("python", str(script), *args, silent=True)
+    args = [a for a in session.posargs if a != "--no-extra"]
+    extra = "--no-extra" not in session.posargs
+    if "--out" not in args:
+        args += ["--out", str(RESULTS / "bench")]
+    i = args.index("--out")
+    if i + 1 >= len(args):
+        session.error("--out needs a directory")
+    out = Path(args[i + 1]).resolve()
+    args[i + 1] = str(out)
+    _install_project(session, ["dev"])
+    session.run("python", str(ROOT / "bench" / "report.py"), *args)
+    for name in _BENCH_EXTRA if extra else ():
+        report = session.run("python", str(ROOT / "bench" / name), silent=True)
         print(report, end="", flush=True)
-        if out is not None:
-            (out / f"{script.stem}.txt").write_text(str(report), encoding="utf-8")
+        (out / f"{Path(name).stem}.txt").write_text(str(report), encoding="utf-8")

@@ -17,18 +17,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import secrets
 import statistics
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from redis.asyncio import Redis
+
 from nomnesia.adapters import ADAPTERS, MissingDependency, open_store
 from nomnesia.adapters.engines import get_provider
 from nomnesia.adapters.postgres import create_pool, drop_schema
 from nomnesia.adapters.text import HashingEmbedder
 from nomnesia.suite.contract import Entry
-from redis.asyncio import Redis
 
 Op = Callable[[int], Awaitable[Any]]
 
@@ -105,18 +107,38 @@ class RawWrites:
         await self.vector(u * 100_000 + i)
 
 
+async def convergence(store: Any, n: int, tag: str, bound: float = 10.0) -> list[float]:
+    """Seconds from an append's acknowledgement until a search finds that exact content."""
+    samples = []
+    for i in range(n):
+        user, text = f"v{i}-{tag}", f"convergence probe {i} {secrets.token_hex(6)}"
+        await store.append_message(user, "user", text)
+        started = time.perf_counter()
+        while not any(hit.content == text for hit in await store.search(user, text, 5)):
+            if time.perf_counter() - started > bound:
+                raise TimeoutError(f"{text!r} not searchable after {bound} s")
+            await asyncio.sleep(0.001)  # poll interval, bounded above
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
 async def bench_stack(name: str, provider: Any, n: int, users: int) -> dict[str, float]:
+    """One stack's row; a stack without engines (``memory``) gets no raw baseline."""
     spec = ADAPTERS[name]
-    log_engine = "valkey" if "valkey" in spec.engines else "redis"
-    urls = await asyncio.to_thread(provider.urls, "postgres", log_engine)
     tag = secrets.token_hex(4)
     out: dict[str, float] = {}
-    async with open_store(name, provider=provider, keep_last=4) as store, \
-            RawWrites(store.index, urls["postgres"], urls[log_engine],  # type: ignore[attr-defined]
-                      users, tag) as raw:
+    async with contextlib.AsyncExitStack() as stack:
+        store = await stack.enter_async_context(open_store(name, provider=provider, keep_last=4))
+        raw: RawWrites | None = None
+        if spec.engines:
+            log_engine = "valkey" if "valkey" in spec.engines else "redis"
+            urls = await asyncio.to_thread(provider.urls, "postgres", log_engine)
+            raw = await stack.enter_async_context(
+                RawWrites(store.index, urls["postgres"], urls[log_engine], users, tag))
         for i in range(20):  # warm up connections and prepared statements
             await store.append_message(f"warm-{tag}", "user", content(i))
-            await raw.append(0, i)
+            if raw is not None:
+                await raw.append(0, i)
 
         # Interleaved, so that the store and the raw writes see the same machine load.
         lat: dict[str, list[float]] = {k: [] for k in ("append", "pg", "log", "index", "sum")}
@@ -124,24 +146,30 @@ async def bench_stack(name: str, provider: Any, n: int, users: int) -> dict[str,
             t0 = time.perf_counter()
             await store.append_message(f"u{i % users}-{tag}", "user", content(i))
             t1 = time.perf_counter()
+            lat["append"].append(t1 - t0)
+            if raw is None:
+                continue
             await raw.pg(i)
             t2 = time.perf_counter()
             await raw.log(i)
             t3 = time.perf_counter()
             await raw.vector(i)
             t4 = time.perf_counter()
-            for key, value in (("append", t1 - t0), ("pg", t2 - t1), ("log", t3 - t2),
-                               ("index", t4 - t3), ("sum", t4 - t1)):
+            for key, value in (("pg", t2 - t1), ("log", t3 - t2), ("index", t4 - t3),
+                               ("sum", t4 - t1)):
                 lat[key].append(value)
         out["append_p50"], out["append_p99"] = pct(lat["append"], 0.5), pct(lat["append"], 0.99)
-        for key in ("pg", "log", "index", "sum"):
-            out[f"raw_{key}_p50"] = pct(lat[key], 0.5)
-        out["ratio"] = out["append_p50"] / out["raw_sum_p50"]
+        if raw is not None:
+            for key in ("pg", "log", "index", "sum"):
+                out[f"raw_{key}_p50"] = pct(lat[key], 0.5)
+            out["ratio"] = out["append_p50"] / out["raw_sum_p50"]
 
         samples = await timed(lambda i: store.get_history(f"u{i % users}-{tag}", 10), n)
         out["history_p50"], out["history_p99"] = pct(samples, 0.5), pct(samples, 0.99)
         samples = await timed(lambda i: store.search(f"u{i % users}-{tag}", content(i), 5), n)
         out["search_p50"], out["search_p99"] = pct(samples, 0.5), pct(samples, 0.99)
+        samples = await convergence(store, max(5, n // 5), tag)
+        out["converge_p50"], out["converge_p99"] = pct(samples, 0.5), pct(samples, 0.99)
 
         compact_lat: list[float] = []
         for i in range(max(10, n // 20)):
@@ -154,13 +182,19 @@ async def bench_stack(name: str, provider: Any, n: int, users: int) -> dict[str,
         out["compact_p50"], out["compact_p99"] = pct(compact_lat, 0.5), pct(compact_lat, 0.99)
 
         # Throughput: alternate rounds, best of each, for the same reason.
-        out["append_per_s"] = out["raw_per_s"] = 0.0
-        for round_ in range(2):
-            out["append_per_s"] = max(out["append_per_s"], await throughput(
-                lambda u, i, r=round_: store.append_message(f"t{u}-{r}-{tag}", "user", content(i)),
-                users, n // users))
-            out["raw_per_s"] = max(out["raw_per_s"], await throughput(raw.append, users,
-                                                                      n // users))
+        for label, count in (("1", 1), ("", users)):
+            out[f"append{label}_per_s"] = 0.0
+            if raw is not None:
+                out[f"raw{label}_per_s"] = 0.0
+            for round_ in range(2):
+                async def append(u: int, i: int, r: int = round_, c: int = count) -> None:
+                    await store.append_message(f"t{c}-{u}-{r}-{tag}", "user", content(i))
+
+                out[f"append{label}_per_s"] = max(out[f"append{label}_per_s"], await throughput(
+                    append, count, max(1, n // users)))
+                if raw is not None:
+                    out[f"raw{label}_per_s"] = max(out[f"raw{label}_per_s"], await throughput(
+                        raw.append, count, max(1, n // users)))
     return out
 
 
@@ -169,7 +203,8 @@ COLUMNS = [("append_p50", "append p50"), ("append_p99", "p99"), ("history_p50", 
            ("compact_p50", "compact p50"), ("compact_p99", "p99"), ("raw_pg_p50", "raw pg"),
            ("raw_log_p50", "raw log"), ("raw_index_p50", "raw index"),
            ("raw_sum_p50", "raw sum"), ("ratio", "ratio"), ("append_per_s", "appends/s"),
-           ("raw_per_s", "raw/s")]
+           ("raw_per_s", "raw/s"), ("append1_per_s", "1-user/s"),
+           ("converge_p50", "converge p50"), ("converge_p99", "p99")]
 
 
 async def main() -> None:
@@ -198,12 +233,13 @@ async def main() -> None:
     print(header)
     print("-" * len(header))
     for name, row in rows.items():
-        cells = "".join(f"{row[key]:>12.2f}" if key != "append_per_s" and key != "raw_per_s"
-                        else f"{row[key]:>12.0f}" for key, _ in COLUMNS)
+        cells = "".join(f"{'-':>12}" if key not in row else f"{row[key]:>12.2f}"
+                        if not key.endswith("_per_s") else f"{row[key]:>12.0f}"
+                        for key, _ in COLUMNS)
         print(f"{name:<12}{cells}")
     if rows:
         print(f"\n(median of raw p50 sum over stacks: "
-              f"{statistics.median(r['raw_sum_p50'] for r in rows.values()):.2f} ms)")
+              f"{statistics.median(r.get('raw_sum_p50', 0.0) for r in rows.values()):.2f} ms)")
 
 
 if __name__ == "__main__":
