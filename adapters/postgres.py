@@ -120,7 +120,10 @@ async def create_pool(dsn: str, *, max_size: int = 8, timeout: float = 5.0,
     pool: AsyncConnectionPool = AsyncConnectionPool(
         dsn, min_size=1, max_size=max_size, open=False, configure=configure,
         timeout=timeout / 2,
-        kwargs={"connect_timeout": max(2, int(timeout)), "application_name": application_name})
+        kwargs={"connect_timeout": max(2, int(timeout)), "application_name": application_name,
+                # Acknowledged means durable, whatever the server's default: with
+                # synchronous_commit=off a crash loses commits we already reported.
+                "options": "-c synchronous_commit=on"})
     await pool.open(wait=True, timeout=timeout)
     return pool
 

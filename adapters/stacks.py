@@ -79,10 +79,13 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
                             keep_last: int = 4, embedder: Embedder | None = None,
                             summarizer: Summarizer | None = None, timeout: float = 5.0,
                             history_from_log: bool = True, pool_size: int = 8,
-                            namespace: str | None = None) -> AsyncIterator[TieredMemoryStore]:
+                            namespace: str | None = None,
+                            backends: str | None = None) -> AsyncIterator[TieredMemoryStore]:
     """PostgreSQL archive + ``log_engine`` log + ``make_index(ctx)`` (default pgvector).
 
-    With ``provider=None`` the stack starts its own engines and stops them on
+    With ``provider=None`` the stack starts its own engines from
+    ``get_provider(backends)`` (``"embedded"``, ``"docker"``, ``"external"`` or
+    ``"auto"``; default ``NOMNESIA_BACKENDS``, else auto) and stops them on
     exit; with a provider it only creates (and on exit drops) its namespace.
     Pass ``namespace`` (``nm_...``) to reopen data on servers that outlive the
     store: it is created if missing, kept on exit, and ``recover()`` runs on
@@ -103,7 +106,7 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
         if provider is None:
             from .engines import get_provider
 
-            provider = get_provider()
+            provider = get_provider(backends)
             outer.push_async_callback(asyncio.to_thread, provider.close)
         urls: dict[str, str] = await asyncio.to_thread(provider.urls, *needed)
         pool = await create_pool(urls["postgres"], max_size=pool_size, timeout=timeout,

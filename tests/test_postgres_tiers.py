@@ -8,6 +8,7 @@ named, and a stack that leaves no schema and no key behind.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -318,3 +319,65 @@ async def test_answers_soon_after_a_network_partition_heals(engines: Any) -> Non
         await drop_schema(pool, schema)
         await pool.close()
         await proxy.aclose()
+
+
+async def test_acknowledged_appends_survive_a_sigkill_of_postgres() -> None:
+    """What the nemesis's kill:postgres does: every append that returned is in the archive.
+
+    With ``synchronous_commit=off`` COMMIT returns before its WAL is written, and
+    a SIGKILL right after lost acknowledged appends (80 in 20 kills). The kill
+    comes straight after the last append, with no pause for the WAL writer.
+    """
+    from nomnesia.adapters.engines import EmbeddedProvider
+    from nomnesia.adapters.engines.control import EngineControl
+
+    provider = EmbeddedProvider()  # private: the shared engines must not be killed
+    control = EngineControl(provider)
+    namespace = f"nm_{secrets.token_hex(8)}"
+    try:
+        for round_ in range(3):
+            async with open_pgvector(provider=provider, namespace=namespace) as store:
+                acked = [(await store.append_message("ann", "user", f"r{round_} m{i}")).id
+                         for i in range(30)]
+                await asyncio.to_thread(control.kill, "postgres")
+                await asyncio.to_thread(control.start, "postgres")
+                with contextlib.suppress(BackendUnavailable):
+                    await store.append_message("bob", "user", "wakes the pool up")
+            async with open_pgvector(provider=provider, namespace=namespace) as store:
+                archived = {e.id for e in await store.archive.tail("ann", 1000)}
+                assert set(acked) <= archived, sorted(set(acked) - archived)
+                assert await store.consistent_state("ann")
+    finally:
+        await asyncio.to_thread(control.close)
+        await asyncio.to_thread(provider.close)
+
+
+async def test_the_archive_asks_for_synchronous_commit_itself(engines: Any) -> None:
+    """A server configured with synchronous_commit=off must not lose our acknowledged appends."""
+    pool = await create_pool(engines.url("postgres"))
+    try:
+        async with pool.connection() as conn:
+            row = await (await conn.execute("SHOW synchronous_commit")).fetchone()
+        assert row is not None and row[0] == "on"
+    finally:
+        await pool.close()
+
+
+async def test_open_store_starts_the_backends_it_is_told() -> None:
+    before = _children()
+    async with open_store("pgvector", backends="embedded") as store:
+        assert _children() - before, "expected embedded engines started by the stack"
+        await store.append_message("ann", "user", "x")
+        assert [e.content for e in await store.get_history("ann")] == ["x"]
+    assert _children() - before == set()
+
+
+async def test_external_backends_without_urls_name_the_variable(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in ("NOMNESIA_POSTGRES_URL", "NOMNESIA_REDIS_URL"):
+        monkeypatch.delenv(variable, raising=False)
+    with pytest.raises(BackendUnavailable) as caught:
+        async with open_store("pgvector", backends="external"):
+            pass
+    assert "NOMNESIA_POSTGRES_URL" in str(caught.value) or "NOMNESIA_REDIS_URL" in str(
+        caught.value)

@@ -1,4 +1,4 @@
-"""Engines from wheels: PostgreSQL 18 + pgvector, Redis 8.2, Valkey 9.1, Milvus Lite, Qdrant local.
+"""Engines from wheels: PostgreSQL 18 + pgvector, Redis 8.2, Valkey 9.1, Milvus Lite, Qdrant.
 
 Everything a provider starts lives under one private temporary directory
 (mode 0700) and on loopback ports, so xdist workers never share an engine.
@@ -41,6 +41,17 @@ READY_TIMEOUT = 30.0
 PORT_ATTEMPTS = 5
 PG_USER = "postgres"
 PG_DATABASE = "postgres"
+DURABLE_ON_PROCESS_KILL: tuple[str, ...] = (
+    "-c", "synchronous_commit=on", "-c", "fsync=off", "-c", "full_page_writes=on")
+"""An acknowledged commit survives a SIGKILL of PostgreSQL (the nemesis does that),
+not an OS crash (this is a throwaway test cluster). ``synchronous_commit=on``
+makes COMMIT return only after its WAL record was write()n: with ``fsync=off``
+that write lands in the OS page cache, which a process kill does not lose, and
+crash recovery replays it (with ``off``, COMMIT returned before the write and a
+kill lost acknowledged appends). ``fsync=off`` only skips the flush to disk,
+which matters for a power loss or kernel crash alone. ``full_page_writes`` stays
+on: a write() of an 8 kB page cut by SIGKILL between its 4 kB halves is a torn
+page that only the full-page image in the WAL repairs."""
 
 
 class _NotReady(Exception):
@@ -199,6 +210,15 @@ class EmbeddedProvider(Provider):
             if importlib.util.find_spec("milvus_lite") is None:
                 raise _missing("milvus", "Milvus Lite", "pip install 'nomnesia[milvus,embedded]'")
             return str(self._workdir() / "milvus.db")
+        if engine == "qdrant-edge":
+            if importlib.util.find_spec("qdrant_edge") is None:
+                raise _missing("qdrant-edge", "the Qdrant Edge engine",
+                               "pip install qdrant-edge-py")
+            # A directory, not a server: the engine runs in the caller's process.
+            # Inside ours, so the watchdog removes it if that process is killed.
+            edge = self._workdir() / "qdrant-edge"
+            edge.mkdir(exist_ok=True)
+            return str(edge)
         if engine == "qdrant":
             if importlib.util.find_spec("qdrant_client") is None:
                 raise _missing("qdrant", "qdrant-client's local mode",
@@ -289,8 +309,7 @@ class EmbeddedProvider(Provider):
             port = free_port()
             argv = [str(bin_dir / "postgres"), "-D", str(data), "-p", str(port),
                     "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
-                    "-c", "fsync=off", "-c", "synchronous_commit=off",
-                    "-c", "full_page_writes=off", "-c", "dynamic_shared_memory_type=mmap",
+                    *DURABLE_ON_PROCESS_KILL, "-c", "dynamic_shared_memory_type=mmap",
                     "-c", "shared_buffers=32MB", "-c", "max_connections=200"]
             running = self._launch("postgres", argv, log, unprivileged=True,
                                    stop_signal=signal.SIGQUIT)
