@@ -77,7 +77,7 @@ ADAPTERS: dict[str, AdapterSpec] = {
         AdapterSpec("qdrant-edge", "nomnesia.adapters.stacks_vector:open_qdrant_edge",
                     extras=("pgvector", "redis", "embedded"),
                     requires=("qdrant_edge", "psycopg", "redis"),
-                    engines=("postgres", "redis"),
+                    engines=("postgres", "redis", "qdrant-edge"),
                     description="Redis log + Qdrant Edge index in-process + PostgreSQL archive"),
         AdapterSpec("milvus", "nomnesia.adapters.stacks_vector:open_milvus",
                     extras=("milvus", "pgvector", "redis", "embedded"),

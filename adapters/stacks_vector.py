@@ -36,17 +36,13 @@ async def _qdrant(ctx: StackContext) -> VectorIndex:
 
 
 async def _qdrant_edge(ctx: StackContext) -> VectorIndex:
-    from .engines import ENGINES
     from .indexes.qdrant_edge import QdrantEdgeIndex
 
-    # In-process. A provider that knows "qdrant-edge" names a directory it
-    # removes itself (so a killed process leaves nothing, and a reopened
-    # namespace finds its shard); otherwise a private temp dir, removed by
-    # aclose, that a reopened namespace finds empty: the index then says so
-    # and recover() rebuilds it.
-    root = await _url(ctx, "qdrant-edge") if "qdrant-edge" in ENGINES else None
-    index = QdrantEdgeIndex(root, namespace=ctx.namespace, dim=ctx.dim, timeout=ctx.timeout,
-                            reuse=ctx.reuse)
+    # In-process, in a shard directory per namespace under the provider's
+    # "qdrant-edge" directory: the provider removes it, even when this process
+    # is killed, and a reopened namespace finds its shard there.
+    index = QdrantEdgeIndex(await _url(ctx, "qdrant-edge"), namespace=ctx.namespace,
+                            dim=ctx.dim, timeout=ctx.timeout, reuse=ctx.reuse)
     await index.create()
     return index
 
@@ -85,7 +81,7 @@ def open_qdrant(*, provider: Any = None, **kw: Any) -> Stack:
 
 def open_qdrant_edge(*, provider: Any = None, **kw: Any) -> Stack:
     """``qdrant-edge``: the Qdrant Edge engine in-process."""
-    return open_engine_stack(_qdrant_edge, provider=provider, **kw)
+    return open_engine_stack(_qdrant_edge, provider=provider, engines=("qdrant-edge",), **kw)
 
 
 def open_milvus(*, provider: Any = None, **kw: Any) -> Stack:

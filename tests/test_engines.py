@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -136,7 +137,8 @@ def test_closing_an_external_provider_leaves_the_servers_running(engines: Provid
 
 
 def test_every_engine_has_a_container_spec() -> None:
-    assert set(SPECS) == set(ENGINES)
+    # qdrant-edge is a directory for an in-process engine, not a server.
+    assert set(SPECS) == set(ENGINES) - {"qdrant-edge"}
     assert SPECS["postgres"].image.startswith("pgvector/pgvector:pg")
     assert SPECS["redis"].image == "redis:8"
     assert SPECS["redis-search"].image.startswith("redis/redis-stack-server")
@@ -180,7 +182,7 @@ def offline_testcontainers(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("engine", sorted(SPECS))
 def test_containers_are_built_from_their_specs(engine: str, offline_testcontainers: None) -> None:
     from testcontainers.core.wait_strategies import (
         CompositeWaitStrategy,
@@ -280,3 +282,20 @@ def test_docker_milvus_answers(docker_engines: Provider) -> None:
         assert isinstance(client.list_collections(), list)
     finally:
         client.close()
+
+
+def test_docker_provider_keeps_qdrant_edge_shards_in_a_private_directory() -> None:
+    """Qdrant Edge has no container: a directory of the provider's, removed on close."""
+    pytest.importorskip("qdrant_edge")
+    provider = DockerProvider()
+    try:
+        edge = Path(provider.url("qdrant-edge"))  # needs no Docker engine
+        assert edge.is_dir() and edge.parent == provider.directory
+    finally:
+        provider.close()
+    assert not edge.exists() and provider.directory is None
+
+
+def test_external_qdrant_edge_is_a_directory_from_the_environment(tmp_path: Path) -> None:
+    provider = ExternalProvider({"NOMNESIA_QDRANT_EDGE_DIR": str(tmp_path)})
+    assert provider.url("qdrant-edge") == str(tmp_path)

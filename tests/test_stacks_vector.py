@@ -1,13 +1,15 @@
 """The vector-engine stacks reopened on a named namespace (persistence across processes).
 
-An in-process engine (Qdrant local mode, Qdrant Edge in a private temp dir)
-comes back empty; Milvus Lite and Redis come back with their data. Either way
+An in-process engine (Qdrant local mode) comes back empty; Qdrant Edge (in the
+provider's directory), Milvus Lite and Redis come back with their data. Either way
 the reopened store must be consistent and find what was written before.
 """
 
 from __future__ import annotations
 
 import secrets
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,9 +42,33 @@ async def test_a_reopened_namespace_finds_what_was_written(engines: Any, stack: 
         await drop_schema(pool, namespace)
         await pool.close()
         await drop_namespace(engines.url("redis"), namespace)  # the log and vector sets
+        if stack == "qdrant-edge":  # a reopened shard is kept; the provider would remove it
+            shutil.rmtree(Path(engines.url("qdrant-edge")) / namespace, ignore_errors=True)
         if stack == "milvus":
             from nomnesia.adapters.indexes.milvus import MilvusIndex
             index = MilvusIndex(engines.url("milvus"), namespace=namespace)
             await index.create()
             await index.drop()
             await index.aclose()
+
+
+async def test_qdrant_edge_shards_live_in_the_providers_directory() -> None:
+    """A worker SIGKILLed mid-test used to leave /tmp/nomnesia-edge-*: the shard now lives
+    in the provider's directory, which the provider (or its watchdog) removes."""
+    from nomnesia.adapters.engines import EmbeddedProvider
+
+    provider = EmbeddedProvider()
+    try:
+        async with open_store("qdrant-edge", provider=provider) as store:
+            await store.append_message("ann", "user", "fact")
+            assert provider.directory is not None
+            root = Path(provider.url("qdrant-edge"))
+            assert root.parent == provider.directory
+            shard = store.index.path  # type: ignore[attr-defined]
+            assert shard.parent == root and shard.is_dir()
+            assert [h.content for h in await store.search("ann", "fact", 1)] == ["fact"]
+        assert not shard.exists()  # a fresh namespace is dropped on close
+        directory = provider.directory
+    finally:
+        provider.close()
+    assert not directory.exists()

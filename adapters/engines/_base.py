@@ -18,9 +18,12 @@ from nomnesia.suite.errors import BackendUnavailable
 
 __all__ = ["EMBEDDED_HINT", "ENGINES", "Provider", "check_engine"]
 
-ENGINES: tuple[str, ...] = ("postgres", "redis", "valkey", "milvus", "qdrant", "redis-search")
+ENGINES: tuple[str, ...] = ("postgres", "redis", "valkey", "milvus", "qdrant", "redis-search",
+                            "qdrant-edge")
 """Engine kinds a provider knows. ``redis-search`` is Redis with the query engine
-(FT.*), which no wheel ships, so only docker and external providers have it."""
+(FT.*), which no wheel ships, so only docker and external providers have it.
+``qdrant-edge`` is a directory for in-process Qdrant Edge shards, not a server:
+the provider owns it so that it goes away with the provider, even on SIGKILL."""
 
 EMBEDDED_HINT = "pip install 'nomnesia[embedded]'"
 

@@ -11,9 +11,13 @@ its own reaper session, and ``close()`` stops our containers itself anyway.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
+import shutil
+import tempfile
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from nomnesia.suite.errors import BackendUnavailable
@@ -64,7 +68,7 @@ SPECS: dict[str, ContainerSpec] = {
             log_ready=r"database system is ready to accept connections", log_times=2,
             env={"POSTGRES_USER": "postgres", "POSTGRES_PASSWORD": "nomnesia",
                  "POSTGRES_DB": "postgres", "POSTGRES_HOST_AUTH_METHOD": "trust"},
-            command="postgres -c fsync=off -c synchronous_commit=off -c full_page_writes=off",
+            command="postgres -c fsync=off -c synchronous_commit=on -c full_page_writes=on",
             path="/postgres", userinfo="postgres:nomnesia",
         ),
         ContainerSpec("redis", "redis:8", 6379, "redis", log_ready=r"Ready to accept connections",
@@ -86,7 +90,9 @@ SPECS: dict[str, ContainerSpec] = {
 }
 """PostgreSQL is pinned to pg17 because pgvector publishes images per major
 version and pg17 is the newest with a stable tag everywhere; the embedded
-engine covers PostgreSQL 18."""
+engine covers PostgreSQL 18. Its flags are the embedded ones (see
+``embedded.DURABLE_ON_PROCESS_KILL``): a killed container keeps acknowledged commits.
+``qdrant-edge`` has no container: it is a directory (see ``DockerProvider``)."""
 
 
 def container_name(engine: str, *, worker: str | None = None, pid: int | None = None) -> str:
@@ -160,8 +166,40 @@ class DockerProvider(Provider):
         super().__init__()
         self._containers: list[Any] = []
         self._containers_lock = threading.Lock()
+        self._dir: Path | None = None
+        self._watchdog: Any = None
+
+    @property
+    def directory(self) -> Path | None:
+        """The private directory for in-process engines (Qdrant Edge), once one needed it."""
+        return self._dir
+
+    def _edge_dir(self) -> str:
+        """Qdrant Edge runs in the caller's process: its shards go in a private
+        directory that a watchdog removes if this process dies without close()."""
+        from ._proc import Watchdog, run_owners
+
+        if importlib.util.find_spec("qdrant_edge") is None:
+            raise BackendUnavailable("qdrant-edge", "the Qdrant Edge engine is not installed",
+                                     install_hint="pip install qdrant-edge-py")
+        with self._containers_lock:
+            if self._dir is None:
+                watchdog = Watchdog(run_owners())  # first: nothing may exist that no one removes
+                try:
+                    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+                    path = Path(tempfile.mkdtemp(prefix=f"nomnesia-docker-{worker}-"))
+                    watchdog.watch_dir(path)
+                except BaseException:
+                    watchdog.close(cleanup=True)
+                    raise
+                self._watchdog, self._dir = watchdog, path
+            edge = self._dir / "qdrant-edge"
+            edge.mkdir(exist_ok=True)
+            return str(edge)
 
     def _start(self, engine: str) -> str:
+        if engine == "qdrant-edge":
+            return self._edge_dir()
         spec = SPECS[engine]
         if not docker_available():
             try:
@@ -190,3 +228,10 @@ class DockerProvider(Provider):
             # Already gone (ryuk, a user): nothing left to release.
             with contextlib.suppress(Exception):
                 container.stop()
+        with self._containers_lock:
+            directory, self._dir = self._dir, None
+            watchdog, self._watchdog = self._watchdog, None
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+        if watchdog is not None:
+            watchdog.close(cleanup=directory is not None and directory.exists())

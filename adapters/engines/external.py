@@ -24,6 +24,7 @@ ENV_VARS: dict[str, str] = {
     "qdrant": "NOMNESIA_QDRANT_URL",
     "milvus": "NOMNESIA_MILVUS_URI",
     "redis-search": "NOMNESIA_REDIS_SEARCH_URL",
+    "qdrant-edge": "NOMNESIA_QDRANT_EDGE_DIR",
 }
 
 _EXAMPLES = {
@@ -33,6 +34,7 @@ _EXAMPLES = {
     "qdrant": "http://host:6333",
     "milvus": "http://host:19530",
     "redis-search": "redis://host:6379/0 (Redis Stack / Redis 8 with the query engine)",
+    "qdrant-edge": "/var/lib/nomnesia/edge (an existing directory for Qdrant Edge shards)",
 }
 
 
