@@ -550,7 +550,11 @@ def bench(session: nox.Session) -> None:
     args[i + 1] = str(out)
     _install_project(session, ["dev"])
     session.run("python", str(ROOT / "bench" / "report.py"), *args)
-    for name in _BENCH_EXTRA if extra else ():
-        report = session.run("python", str(ROOT / "bench" / name), silent=True)
+    for name in _BENCH_EXTRA if extra else ():  # side reports: one failing spoils not the rest
+        try:
+            report = session.run("python", str(ROOT / "bench" / name), silent=True)
+        except nox.command.CommandFailed as exc:
+            session.warn(f"{name} failed ({exc.reason}); its output is above")
+            report = f"{name} failed: {exc.reason}\n"
         print(report, end="", flush=True)
         (out / f"{Path(name).stem}.txt").write_text(str(report), encoding="utf-8")

@@ -234,7 +234,10 @@ def markdown(report: dict[str, Any]) -> str:
                      _cell(row.get("ratio"))])
     parts.append(_table(header, rows))
     parts.append("\n## Memory (RSS) per engine (process and its children), all stacks' "
-                 "engines running\n")
+                 "engines running\n\nThe in-process indexes (qdrant local mode, qdrant-edge) "
+                 "count in the bench process; an engine that lives only while its store is "
+                 "open (Milvus Lite) is gone by the time this is read. The bench's other child "
+                 "is the engines' watchdog.\n")
     parts.append(_table(["engine", "processes", "RSS MiB"],
                         [[r["engine"], str(r["processes"]), _cell(r["rss_mib"], 1)]
                          for r in report["rss"]]))
