@@ -22,10 +22,11 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 import psycopg
-from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 from psycopg import AsyncConnection, sql
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 
 from .archive import StalePrefix
 

@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 import pytest
 import redis.asyncio as aioredis
+
 from nomnesia.adapters import open_store
 from nomnesia.adapters.archive import StalePrefix
 from nomnesia.adapters.postgres import PgVectorIndex, PostgresArchive, create_pool, drop_schema
