@@ -123,4 +123,6 @@ def open_store(name: str, *, provider: Any = None,
     factory = spec.load()
     if spec.engines:
         options["provider"] = provider
+    else:  # an in-process store has no engines to choose
+        options.pop("backends", None)
     return factory(**options)

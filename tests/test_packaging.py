@@ -6,6 +6,8 @@ that shipped them would break those projects for our users.
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
 import subprocess
 import sys
 import venv
@@ -20,11 +22,14 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
-         "-w", str(out), str(ROOT)],
-        check=True,
-    )
+    # nox's uv-made venvs have no pip; build with whichever frontend is there.
+    has_pip = importlib.util.find_spec("pip") is not None
+    uv = shutil.which("uv")
+    if has_pip or uv is None:
+        command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out)]
+    else:
+        command = [uv, "build", "--wheel", "-q", "--out-dir", str(out)]
+    subprocess.run([*command, str(ROOT)], check=True)
     (built,) = out.glob("nomnesia-*.whl")
     return built
 
