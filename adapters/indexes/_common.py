@@ -179,3 +179,21 @@ class Completeness:
         if token == self._token:
             self.complete = True
         return self.complete
+
+
+class SelfCheckingByCompleteness:
+    """The ``SelfChecking`` methods of an index that keeps a ``Completeness`` in ``_complete``.
+
+    One mixin instead of the same three delegating methods in every index.
+    """
+
+    _complete: Completeness
+
+    async def intact(self) -> bool:
+        return self._complete.complete
+
+    async def begin_rebuild(self) -> str:
+        return self._complete.begin_rebuild()
+
+    async def mark_intact(self, token: str) -> bool:
+        return self._complete.mark_intact(token)

@@ -31,6 +31,7 @@ from nomnesia.suite.errors import BackendTimeout
 from ._common import (
     Calls,
     Completeness,
+    SelfCheckingByCompleteness,
     check_batch,
     check_k,
     check_namespace,
@@ -55,7 +56,7 @@ def user_filter(user_id: str, *, templates: bool) -> tuple[str, dict[str, Any]]:
     return f'user_key == "{key}"', {}
 
 
-class MilvusIndex:
+class MilvusIndex(SelfCheckingByCompleteness):
     """Vectors in one Milvus collection per namespace."""
 
     name = "milvus"
@@ -195,15 +196,6 @@ class MilvusIndex:
             await self._calls(self.timeout,
                           asyncio.to_thread(self._sync.drop_collection, self.namespace))
         self._created = False
-
-    async def intact(self) -> bool:
-        return self._complete.complete
-
-    async def begin_rebuild(self) -> str:
-        return self._complete.begin_rebuild()
-
-    async def mark_intact(self, token: str) -> bool:
-        return self._complete.mark_intact(token)
 
     async def aclose(self) -> None:
         """Drop the collection if created here; stop a private Milvus Lite."""

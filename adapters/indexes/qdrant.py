@@ -20,6 +20,7 @@ from nomnesia.suite.errors import BackendTimeout
 from ._common import (
     Calls,
     Completeness,
+    SelfCheckingByCompleteness,
     check_batch,
     check_k,
     check_namespace,
@@ -36,7 +37,7 @@ def _user_filter(user_id: str) -> models.Filter:
     ])
 
 
-class QdrantIndex:
+class QdrantIndex(SelfCheckingByCompleteness):
     """Vectors in one Qdrant collection, filtered by the ``user_id`` payload field."""
 
     name = "qdrant"
@@ -127,15 +128,6 @@ class QdrantIndex:
         selector = models.FilterSelector(filter=_user_filter(user_id))
         await self._calls(self.timeout,
                       self._client.delete(self.namespace, points_selector=selector, wait=True))
-
-    async def intact(self) -> bool:
-        return self._complete.complete
-
-    async def begin_rebuild(self) -> str:
-        return self._complete.begin_rebuild()
-
-    async def mark_intact(self, token: str) -> bool:
-        return self._complete.mark_intact(token)
 
     async def aclose(self) -> None:
         """Drop the namespace if this index created it, then close the client."""

@@ -24,6 +24,7 @@ from nomnesia.suite.contract import Entry
 from ._common import (
     Calls,
     Completeness,
+    SelfCheckingByCompleteness,
     check_batch,
     check_k,
     check_namespace,
@@ -45,7 +46,7 @@ def _scroll(request: qe.ScrollRequest) -> Callable[[qe.EdgeShard],
     return lambda shard: shard.scroll(request)
 
 
-class QdrantEdgeIndex:
+class QdrantEdgeIndex(SelfCheckingByCompleteness):
     """Vectors in one Edge shard, filtered by the ``user_id`` payload field."""
 
     name = "qdrant-edge"
@@ -148,15 +149,6 @@ class QdrantEdgeIndex:
                     shutil.rmtree(self._tmp, ignore_errors=True)
         await self._calls(self.timeout, asyncio.to_thread(close_and_remove))
         self._created = False
-
-    async def intact(self) -> bool:
-        return self._complete.complete
-
-    async def begin_rebuild(self) -> str:
-        return self._complete.begin_rebuild()
-
-    async def mark_intact(self, token: str) -> bool:
-        return self._complete.mark_intact(token)
 
     async def aclose(self) -> None:
         if (self._created and not self.reuse) or self._tmp is not None:
