@@ -9,12 +9,13 @@ makes isolation independent of each engine's escaping rules.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import re
 import secrets
 import uuid
 from collections.abc import Awaitable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import Entry
@@ -197,3 +198,21 @@ class SelfCheckingByCompleteness:
 
     async def mark_intact(self, token: str) -> bool:
         return self._complete.mark_intact(token)
+
+
+class _Droppable(Protocol):
+    timeout: float
+    reuse: bool
+    _calls: Calls
+    _created: bool
+
+    async def drop(self) -> None: ...
+
+
+async def settle_and_drop(index: _Droppable) -> None:
+    """The first half of every index's ``aclose``: let given-up calls land, then drop
+    the namespace if this index created it (a reused one is kept for the next open)."""
+    with contextlib.suppress(BackendTimeout):
+        await index._calls.drain(index.timeout)
+    if index._created and not index.reuse:
+        await index.drop()

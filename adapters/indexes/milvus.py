@@ -15,7 +15,6 @@ consistency, so an upsert is searchable once it returns.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import shutil
 import tempfile
@@ -26,7 +25,6 @@ from typing import Any
 from pymilvus import AsyncMilvusClient, DataType, MilvusClient
 
 from nomnesia.suite.contract import Entry
-from nomnesia.suite.errors import BackendTimeout
 
 from ._common import (
     Calls,
@@ -37,6 +35,7 @@ from ._common import (
     check_namespace,
     new_namespace,
     point_uuid,
+    settle_and_drop,
     user_key,
 )
 
@@ -199,11 +198,8 @@ class MilvusIndex(SelfCheckingByCompleteness):
 
     async def aclose(self) -> None:
         """Drop the collection if created here; stop a private Milvus Lite."""
-        with contextlib.suppress(BackendTimeout):  # let given-up calls land first
-            await self._calls.drain(self.timeout)
         try:
-            if self._created and not self.reuse:
-                await self.drop()
+            await settle_and_drop(self)
         finally:
             if self._async is not None:
                 await self._async.close()

@@ -9,13 +9,11 @@ overwrites instead of duplicating. The user filter is a structured
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 
 from qdrant_client import AsyncQdrantClient, models
 
 from nomnesia.suite.contract import Entry
-from nomnesia.suite.errors import BackendTimeout
 
 from ._common import (
     Calls,
@@ -26,6 +24,7 @@ from ._common import (
     check_namespace,
     new_namespace,
     point_uuid,
+    settle_and_drop,
 )
 
 __all__ = ["QdrantIndex"]
@@ -131,10 +130,7 @@ class QdrantIndex(SelfCheckingByCompleteness):
 
     async def aclose(self) -> None:
         """Drop the namespace if this index created it, then close the client."""
-        with contextlib.suppress(BackendTimeout):  # let given-up calls land first
-            await self._calls.drain(self.timeout)
         try:
-            if self._created and not self.reuse:
-                await self.drop()
+            await settle_and_drop(self)
         finally:
             await self._client.close()

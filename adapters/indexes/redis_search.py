@@ -23,7 +23,6 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from nomnesia.suite.contract import Entry
-from nomnesia.suite.errors import BackendTimeout
 
 from ._common import (
     Calls,
@@ -32,6 +31,7 @@ from ._common import (
     check_namespace,
     command,
     new_namespace,
+    settle_and_drop,
     user_key,
 )
 
@@ -183,10 +183,7 @@ class RedisSearchIndex:
         self._created = False
 
     async def aclose(self) -> None:
-        with contextlib.suppress(BackendTimeout):  # let given-up calls land first
-            await self._calls.drain(self.timeout)
         try:
-            if self._created and not self.reuse:
-                await self.drop()
+            await settle_and_drop(self)
         finally:
             await self._redis.aclose()

@@ -13,7 +13,6 @@ query then raises ``TierLost``, and the store rebuilds the index in recover().
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 import struct
 from collections.abc import Sequence
@@ -22,7 +21,6 @@ from redis.asyncio import Redis
 
 from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import Entry
-from nomnesia.suite.errors import BackendTimeout
 
 from ._common import (
     Calls,
@@ -31,6 +29,7 @@ from ._common import (
     check_namespace,
     command,
     new_namespace,
+    settle_and_drop,
     user_key,
 )
 
@@ -151,10 +150,7 @@ class RedisVsetIndex:
         self._created = False
 
     async def aclose(self) -> None:
-        with contextlib.suppress(BackendTimeout):  # let given-up calls land first
-            await self._calls.drain(self.timeout)
         try:
-            if self._created and not self.reuse:
-                await self.drop()
+            await settle_and_drop(self)
         finally:
             await self._redis.aclose()
