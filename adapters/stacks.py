@@ -4,7 +4,7 @@ Every built-in stack is the PostgreSQL archive + a Redis/Valkey short-term log
 + some vector index; only the index differs. So a stack module writes one
 ``make_index(ctx)`` and calls ``open_engine_stack``; engines, namespace,
 archive, log and the cleanup that leaves nothing behind live here once.
-See /work/notes/stacks-interface.md (and docs) for the contract.
+docs/adapters.md says how to add a stack.
 """
 
 from __future__ import annotations
