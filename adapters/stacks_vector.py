@@ -9,10 +9,11 @@ on exit, so a stack leaves nothing behind on a shared engine.
 from __future__ import annotations
 
 import asyncio
+import importlib
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from .stacks import StackContext, open_engine_stack, open_valkey
+from .stacks import IndexFactory, StackContext, open_engine_stack, open_valkey
 from .tiered import TieredMemoryStore
 from .tiers import VectorIndex
 
@@ -26,52 +27,30 @@ async def _url(ctx: StackContext, engine: str) -> str:
     return str(await asyncio.to_thread(ctx.provider.url, engine))
 
 
-async def _qdrant(ctx: StackContext) -> VectorIndex:
-    from .indexes.qdrant import QdrantIndex
+def _index_on(engine: str, module: str, cls: str) -> IndexFactory:
+    """An index factory: class ``cls`` of ``adapters/indexes/<module>.py`` on ``engine``.
 
-    index = QdrantIndex(await _url(ctx, "qdrant"), namespace=ctx.namespace, dim=ctx.dim,
-                        timeout=ctx.timeout, reuse=ctx.reuse)
-    await index.create()
-    return index
+    Every index takes the same arguments, so one factory serves all stacks; the
+    module is imported only when a store opens, so a missing client library
+    affects only its own stack. For qdrant-edge the "URL" is a directory under
+    the provider's own, which the provider removes even when this process is killed.
+    """
 
+    async def make(ctx: StackContext) -> VectorIndex:
+        index_cls = getattr(importlib.import_module(f".indexes.{module}", __package__), cls)
+        index: VectorIndex = index_cls(await _url(ctx, engine), namespace=ctx.namespace,
+                                       dim=ctx.dim, timeout=ctx.timeout, reuse=ctx.reuse)
+        await index.create()  # type: ignore[attr-defined]
+        return index
 
-async def _qdrant_edge(ctx: StackContext) -> VectorIndex:
-    from .indexes.qdrant_edge import QdrantEdgeIndex
-
-    # In-process, in a shard directory per namespace under the provider's
-    # "qdrant-edge" directory: the provider removes it, even when this process
-    # is killed, and a reopened namespace finds its shard there.
-    index = QdrantEdgeIndex(await _url(ctx, "qdrant-edge"), namespace=ctx.namespace,
-                            dim=ctx.dim, timeout=ctx.timeout, reuse=ctx.reuse)
-    await index.create()
-    return index
+    return make
 
 
-async def _milvus(ctx: StackContext) -> VectorIndex:
-    from .indexes.milvus import MilvusIndex
-
-    index = MilvusIndex(await _url(ctx, "milvus"), namespace=ctx.namespace, dim=ctx.dim,
-                        timeout=ctx.timeout, reuse=ctx.reuse)
-    await index.create()
-    return index
-
-
-async def _redis_vsets(ctx: StackContext) -> VectorIndex:
-    from .indexes.redis_vsets import RedisVsetIndex
-
-    index = RedisVsetIndex(await _url(ctx, "redis"), namespace=ctx.namespace, dim=ctx.dim,
-                           timeout=ctx.timeout, reuse=ctx.reuse)
-    await index.create()
-    return index
-
-
-async def _redis_search(ctx: StackContext) -> VectorIndex:
-    from .indexes.redis_search import RedisSearchIndex
-
-    index = RedisSearchIndex(await _url(ctx, "redis-search"), namespace=ctx.namespace,
-                             dim=ctx.dim, timeout=ctx.timeout, reuse=ctx.reuse)
-    await index.create()
-    return index
+_qdrant = _index_on("qdrant", "qdrant", "QdrantIndex")
+_qdrant_edge = _index_on("qdrant-edge", "qdrant_edge", "QdrantEdgeIndex")
+_milvus = _index_on("milvus", "milvus", "MilvusIndex")
+_redis_vsets = _index_on("redis", "redis_vsets", "RedisVsetIndex")
+_redis_search = _index_on("redis-search", "redis_search", "RedisSearchIndex")
 
 
 def open_qdrant(*, provider: Any = None, **kw: Any) -> Stack:
