@@ -37,10 +37,6 @@ USAGE = (
 )
 
 
-# Engines that only a server provides (Docker or a URL), never the embedded provider.
-_SERVER_ONLY = frozenset({"redis-search"})
-
-
 def _usage() -> str:
     try:
         from nomnesia.adapters import adapter_names
@@ -221,10 +217,10 @@ def nomnesia_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]
     if ADAPTERS[adapter].engines:
         # One provider (one set of engines) per session or xdist worker; every
         # store gets its own namespace in it.
-        from nomnesia.adapters.engines import get_provider
+        from nomnesia.adapters.engines import SERVER_ONLY, get_provider
 
         provider = _settle(get_provider(_backends(config)))
-        server_only = _SERVER_ONLY.intersection(ADAPTERS[adapter].engines)
+        server_only = SERVER_ONLY.intersection(ADAPTERS[adapter].engines)
         if getattr(provider, "kind", None) == "embedded" and server_only:
             _settle(provider.close())
             pytest.skip(f"adapter {adapter!r} needs {', '.join(sorted(server_only))}, which no "

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from ._base import ENGINES, Provider
+from ._base import ENGINES, SERVER_ONLY, Provider
 from .docker import DockerProvider, docker_available
 from .embedded import EmbeddedProvider
 from .external import ENV_VARS, ExternalProvider
@@ -27,6 +27,7 @@ __all__ = [
     "ENGINES",
     "ENV_VARS",
     "KINDS",
+    "SERVER_ONLY",
     "DockerProvider",
     "EmbeddedProvider",
     "ExternalProvider",

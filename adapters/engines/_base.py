@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from nomnesia.suite.errors import BackendUnavailable
 
-__all__ = ["EMBEDDED_HINT", "ENGINES", "Provider", "check_engine"]
+__all__ = ["EMBEDDED_HINT", "ENGINES", "SERVER_ONLY", "Provider", "check_engine"]
 
 ENGINES: tuple[str, ...] = ("postgres", "redis", "valkey", "milvus", "qdrant", "redis-search",
                             "qdrant-edge")
@@ -24,6 +24,9 @@ ENGINES: tuple[str, ...] = ("postgres", "redis", "valkey", "milvus", "qdrant", "
 (FT.*), which no wheel ships, so only docker and external providers have it.
 ``qdrant-edge`` is a directory for in-process Qdrant Edge shards, not a server:
 the provider owns it so that it goes away with the provider, even on SIGKILL."""
+
+SERVER_ONLY: frozenset[str] = frozenset({"redis-search"})
+"""Engine kinds the embedded provider can never supply: only Docker or a URL has them."""
 
 EMBEDDED_HINT = "pip install 'nomnesia[embedded]'"
 
