@@ -17,7 +17,12 @@ from types import TracebackType
 
 from nomnesia.suite.contract import SUMMARY_ROLE, Capabilities, ConsistencyReport, Difference, Entry
 from nomnesia.suite.errors import StoreClosed
-from nomnesia.suite.validation import validate_append, validate_limit, validate_user_id
+from nomnesia.suite.validation import (
+    validate_append,
+    validate_limit,
+    validate_query,
+    validate_user_id,
+)
 
 from .text import ConcatSummarizer, Embedder, HashingEmbedder, Summarizer
 
@@ -114,8 +119,7 @@ class InMemoryStore:
 
     async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
         validate_user_id(user_id)
-        if not isinstance(query, str):
-            raise TypeError(f"query must be a str, not {type(query).__name__}")
+        validate_query(query)
         validate_limit("k", k)
         self._check_open()
         user = self._users.get(user_id)

@@ -35,7 +35,12 @@ from typing import Any, TypeVar
 from nomnesia.suite.contract import SUMMARY_ROLE, Capabilities, ConsistencyReport, Difference, Entry
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, MemoryStoreError, StoreClosed
 from nomnesia.suite.failpoints import failpoint
-from nomnesia.suite.validation import validate_append, validate_limit, validate_user_id
+from nomnesia.suite.validation import (
+    validate_append,
+    validate_limit,
+    validate_query,
+    validate_user_id,
+)
 
 from .archive import ArchiveTier, StalePrefix
 from .text import ConcatSummarizer, Embedder, HashingEmbedder, Summarizer
@@ -273,8 +278,7 @@ class TieredMemoryStore:
 
     async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
         validate_user_id(user_id)
-        if not isinstance(query, str):
-            raise TypeError(f"query must be a str, not {type(query).__name__}")
+        validate_query(query)
         validate_limit("k", k)
         self._check_open()
         vector = self._embedder.embed([query])[0]

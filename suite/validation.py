@@ -14,6 +14,7 @@ __all__ = [
     "validate_content",
     "validate_limit",
     "validate_message_id",
+    "validate_query",
     "validate_role",
     "validate_user_id",
 ]
@@ -82,6 +83,11 @@ def validate_message_id(message_id: object) -> str | None:
         # accepts either answer (docs/contract.md records the choice).
         raise ValueError("message_id must not contain lone surrogates")
     return text
+
+
+def validate_query(query: object) -> str:
+    """Any str: SPEC.md sets no bound on a search query, only its type."""
+    return _require_str("query", query)
 
 
 def validate_limit(name: str, value: object) -> int:
