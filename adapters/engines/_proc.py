@@ -4,10 +4,11 @@ Three layers, because each alone has a hole:
 
 * every engine runs in its own process group (``start_new_session``), so one
   ``killpg`` reaches the children PostgreSQL forks;
-* every engine gets ``PR_SET_PDEATHSIG = SIGKILL``, so the kernel kills it the
-  moment its parent dies, SIGKILL included. The signal fires when the *thread*
-  that forked it exits, so all engines are forked from one long-lived daemon
-  thread, never from a caller's (possibly short-lived, e.g. ``to_thread``) thread;
+* every engine gets ``PR_SET_PDEATHSIG = SIGKILL`` (armed by ``_launch.py`` just
+  before exec), so the kernel kills it the moment its parent dies, SIGKILL included.
+  The signal fires when the *thread* that forked it exits, so all engines are forked
+  from one long-lived daemon thread, never from a caller's (possibly short-lived,
+  e.g. ``to_thread``) thread;
 * a detached watchdog (``_watchdog.py``) kills the groups and removes the
   provider's directory once the owner is gone.
 """
@@ -16,8 +17,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import queue
 import signal
@@ -29,33 +28,23 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-__all__ = ["Watchdog", "free_port", "kill_group", "run_owners", "spawn"]
+__all__ = ["Watchdog", "free_port", "kill_group", "launcher", "run_owners", "spawn"]
 
 T = TypeVar("T")
 
-_PR_SET_PDEATHSIG = 1
 _WATCHDOG = Path(__file__).with_name("_watchdog.py")
+_LAUNCH = Path(__file__).with_name("_launch.py")
 
 
-def _load_prctl() -> Callable[..., int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    prctl: Callable[..., int] = libc.prctl
-    return prctl
+def launcher(argv: Sequence[str], *, parent: int, user: int | None = None,
+             group: int | None = None) -> list[str]:
+    """``argv`` behind ``_launch.py``, which arms PDEATHSIG and switches user before exec.
 
-
-# Resolved once in the parent: a preexec_fn must not dlopen after fork.
-_PRCTL = _load_prctl()
-
-
-def _die_with(parent: int) -> Callable[[], None]:
-    def preexec() -> None:
-        if _PRCTL is not None:
-            _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), signal.SIGKILL)
-    return preexec
+    Popen then needs neither ``preexec_fn`` nor ``user=``, so CPython starts it with
+    ``vfork()`` and no library's at-fork handler runs in the child (see ``_launch.py``).
+    """
+    ids = ["-" if user is None else str(user), "-" if group is None else str(group)]
+    return [sys.executable, "-I", "-S", str(_LAUNCH), str(parent), *ids, "--", *argv]
 
 
 class _Spawner:
@@ -107,9 +96,8 @@ def spawn(argv: Sequence[str], *, log: IO[bytes] | int = subprocess.DEVNULL,
 
     def start() -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            list(argv), stdin=stdin, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env,
-            start_new_session=True, preexec_fn=_die_with(parent), user=user, group=group,
-            extra_groups=[] if user is not None else None,
+            launcher(argv, parent=parent, user=user, group=group), stdin=stdin, stdout=log,
+            stderr=subprocess.STDOUT, cwd=cwd, env=env, start_new_session=True,
         )
 
     return _SPAWNER.run(start)

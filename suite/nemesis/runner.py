@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import random
 import secrets
@@ -36,6 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from nomnesia.adapters.engines._proc import launcher
 
 from ..history import Op
 from .provider import PROXIED_ENGINES, ProxiedProvider
@@ -74,12 +74,6 @@ class NemesisConfig:
     store_factory: str = ""
     """``module:callable`` opening the store instead of the registry (tests of broken stores)."""
     log: Callable[[str], None] = print
-
-
-def _die_with_parent() -> None:
-    """preexec: the worker dies with the runner, even on SIGKILL."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 class _Tail:
@@ -188,10 +182,11 @@ class _Run:
         config = self._config(generation)
         log = (self.workdir / f"worker-{generation:04d}.log").open("wb")
         try:
+            # Behind the launcher, not a preexec_fn: see nomnesia.adapters.engines._launch.
+            argv = launcher([sys.executable, "-m", "nomnesia.suite.nemesis.worker",
+                             config.dumps()], parent=os.getpid())
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "nomnesia.suite.nemesis.worker", config.dumps(),
-                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent)
+                *argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT)
         finally:
             log.close()
         return _Worker(generation, config.history, proc, _Tail(config.history))
