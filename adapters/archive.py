@@ -14,17 +14,35 @@ engine, so the store's logic can be unit-tested in milliseconds.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
+from nomnesia.suite.errors import BackendTimeout
 
-__all__ = ["ArchiveTier", "InMemoryArchive", "StalePrefix"]
+__all__ = ["ArchiveTier", "InMemoryArchive", "SharedArchive", "StalePrefix"]
 
 
 class StalePrefix(Exception):
     """The prefix a compaction summarised is no longer the live prefix; recompute."""
+
+
+@runtime_checkable
+class SharedArchive(Protocol):
+    """Optional for an archive that several store processes (replicas) share.
+
+    A store serialises each user's writes with an in-process lock, but a write is
+    several backend calls, and a replica re-syncing the same user in between
+    removes from the log an entry it read too early. ``user_lock`` extends the
+    lock to every process on the archive; it must die with its holder, so a
+    crashed process cannot block a user forever.
+    """
+
+    def user_lock(self, user_id: str,
+                  timeout: float) -> AbstractAsyncContextManager[None]:
+        """Hold the user's lock for the block; give up after ``timeout`` seconds of waiting."""
 
 
 @runtime_checkable
@@ -90,6 +108,7 @@ class InMemoryArchive:
         self._outbox: dict[int, str] = {}
         self._next_outbox = 1
         self._lock = asyncio.Lock()
+        self._user_locks: dict[str, asyncio.Lock] = {}
 
     def _record(self, user_id: str) -> int:
         ob = self._next_outbox
@@ -160,6 +179,20 @@ class InMemoryArchive:
     def holds_anything_of(self, user_id: str) -> bool:
         """For tests of G8: is any trace of the user left, outbox included?"""
         return user_id in self._users or user_id in self._outbox.values()
+
+    @asynccontextmanager
+    async def user_lock(self, user_id: str, timeout: float) -> AsyncIterator[None]:
+        """Replicas in one process share this archive: one asyncio lock per user."""
+        lock = self._user_locks.setdefault(user_id, asyncio.Lock())
+        try:
+            await asyncio.wait_for(lock.acquire(), timeout)
+        except (TimeoutError, asyncio.TimeoutError):  # distinct classes before Python 3.11
+            raise BackendTimeout(self.name, timeout, f"waiting for the lock of {user_id!r}") \
+                from None
+        try:
+            yield
+        finally:
+            lock.release()
 
     async def aclose(self) -> None:
         """Nothing to release."""

@@ -26,10 +26,12 @@ class InMemoryLog:
         self._intact = False
         self._rebuild: str | None = None
         self._tokens = 0
+        self._writing: dict[str, str] = {}  # SharedLog's per-user write markers
 
     def lose_everything(self) -> None:
         """What an engine restarted without persistence does (for tests)."""
         self._users.clear()
+        self._writing.clear()
         self._intact = False
         self._rebuild = None
 
@@ -46,6 +48,18 @@ class InMemoryLog:
             return False
         self._intact, self._rebuild = True, None
         return True
+
+    async def begin_write(self, user_id: str, token: str) -> bool:
+        left = user_id in self._writing
+        self._writing[user_id] = token
+        return left
+
+    async def end_write(self, user_id: str, token: str) -> None:
+        if self._writing.get(user_id) == token:
+            del self._writing[user_id]
+
+    async def tail_if_idle(self, user_id: str, limit: int) -> list[Entry] | None:
+        return None if user_id in self._writing else await self.tail(user_id, limit)
 
     async def put(self, entries: Sequence[Entry]) -> None:
         for entry in entries:

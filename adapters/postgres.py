@@ -27,6 +27,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
+from nomnesia.suite.errors import BackendTimeout
 
 from .archive import StalePrefix
 
@@ -196,6 +197,8 @@ class PostgresArchive:
         self._pool = pool
         self._schema = _check_schema(schema)
         self._done: list[int] = []  # outbox rows to delete with the next append
+        self._locks: AsyncConnectionPool | None = None  # SharedArchive: opened on first use
+        self._locks_opening = asyncio.Lock()
         q = self._q
         self._sql_append = q("SELECT * FROM {s}.append(%s, %s, %s, %s, %s::bigint[])")
         self._sql_compact = q("SELECT {s}.compact(%s, %s::bytea[], %s, %s, %s, %s::bytea[])")
@@ -311,9 +314,63 @@ class PostgresArchive:
             return
         await self._rows_none(self._sql_clear, (list(outbox_ids),))
 
+    async def _lock_pool(self, timeout: float) -> AsyncConnectionPool:
+        """Connections that only hold user locks, apart from the store's pool.
+
+        A holder runs archive calls while it holds a lock; from one pool, as many
+        holders as connections would wait for a connection none of them returns.
+        """
+        async with self._locks_opening:
+            if self._locks is None:
+                pool = self._pool
+                kwargs = dict(pool.kwargs) if isinstance(pool.kwargs, dict) else {}
+                # The server gives up waiting: no client-side cancel to leave a lock behind.
+                kwargs["options"] = (f"{kwargs.get('options', '')} "
+                                     f"-c lock_timeout={max(1, int(timeout * 1000))}").strip()
+                locks: AsyncConnectionPool = AsyncConnectionPool(
+                    str(pool.conninfo), min_size=1, max_size=pool.max_size, open=False,
+                    kwargs={**kwargs, "autocommit": True}, timeout=timeout)
+                await locks.open(wait=True, timeout=timeout)
+                self._locks = locks
+            return self._locks
+
+    @asynccontextmanager
+    async def user_lock(self, user_id: str, timeout: float) -> AsyncIterator[None]:
+        """A session-level advisory lock on (schema, user): it dies with the session.
+
+        A holder that crashes or loses its connection releases it at once, so no
+        user stays locked. A failed or interrupted wait closes the connection, so a
+        lock granted after the caller gave up is released with the session.
+        """
+        pool = await self._lock_pool(timeout)
+        key = (self._schema, user_id)
+        async with pool.connection() as conn:
+            try:
+                await conn.execute("SELECT pg_advisory_lock(hashtext(%s), hashtext(%s))", key)
+            except BaseException as exc:
+                await conn.close()
+                if isinstance(exc, psycopg.errors.LockNotAvailable):
+                    raise BackendTimeout(self.name, timeout,
+                                         f"waiting for the lock of {user_id!r}") from None
+                raise
+            try:
+                yield
+            finally:
+                try:
+                    await conn.execute("SELECT pg_advisory_unlock(hashtext(%s), hashtext(%s))",
+                                       key)
+                except BaseException as exc:
+                    await conn.close()  # the lock ends with the session: nothing to report
+                    if not isinstance(exc, Exception):
+                        raise
+
     async def aclose(self) -> None:
         """Delete the outbox rows still buffered; the pool belongs to the stack."""
-        await self._flush()
+        try:
+            await self._flush()
+        finally:
+            if self._locks is not None:
+                await self._locks.close()
 
 
 class PgVectorIndex:

@@ -6,7 +6,8 @@ restarts empty, so a read never trusts a log that lost entries: it raises
 Per user, two keys under the store's namespace: a sorted set of serialised
 entries scored by seq (so ``tail`` is one ZRANGE, an atomic snapshot) and a
 hash from entry id to the same blob (so removal by id is exact). Every write
-is one Lua script, so a reader never sees half of a write. Key names hold the
+is one Lua script, so a reader never sees half of a write. A third key is the
+user's write marker (``SharedLog``), read in the same script as the tail. Key names hold the
 SHA-256 of the user id, never the id itself: any user id is safe as data, and
 both keys share one hash tag (one cluster slot).
 """
@@ -43,6 +44,17 @@ return #ARGV / 3
 _TAIL = """
 if redis.call('EXISTS', KEYS[2]) == 0 then return false end
 return redis.call('ZRANGE', KEYS[1], ARGV[1], -1)
+"""
+
+_TAIL_IF_IDLE = """
+if redis.call('EXISTS', KEYS[2]) == 0 then return false end
+if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+return redis.call('ZRANGE', KEYS[1], ARGV[1], -1)
+"""
+
+_END_WRITE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0
 """
 
 _MARK_INTACT = """
@@ -89,6 +101,8 @@ class RedisLog:
         self._remove = self._redis.register_script(_REMOVE)
         self._tail = self._redis.register_script(_TAIL)
         self._mark = self._redis.register_script(_MARK_INTACT)
+        self._tail_if_idle = self._redis.register_script(_TAIL_IF_IDLE)
+        self._end_write = self._redis.register_script(_END_WRITE)
         # Present exactly while the log holds every live entry of the namespace: it
         # vanishes with the data when the engine restarts empty (SelfChecking).
         self._intact_key = f"{namespace}:intact"
@@ -97,6 +111,25 @@ class RedisLog:
     def _keys(self, user_id: str) -> list[str]:
         tag = hashlib.sha256(user_id.encode("utf-8")).hexdigest()
         return [f"{self.namespace}:{{{tag}}}:z", f"{self.namespace}:{{{tag}}}:h"]
+
+    def _marker(self, user_id: str) -> str:
+        return self._keys(user_id)[0][:-1] + "w"  # same hash tag as the user's other keys
+
+    async def begin_write(self, user_id: str, token: str) -> bool:
+        old = await self._redis.set(self._marker(user_id), token, get=True)
+        return old is not None
+
+    async def end_write(self, user_id: str, token: str) -> None:
+        await self._end_write(keys=[self._marker(user_id)], args=[token])
+
+    async def tail_if_idle(self, user_id: str, limit: int) -> list[Entry] | None:
+        keys = [self._keys(user_id)[0], self._intact_key, self._marker(user_id)]
+        blobs = await self._tail_if_idle(keys=keys, args=[-limit])
+        if blobs is None:
+            raise TierLost(f"{self.name} lost its data (restarted empty?); recover() rebuilds it")
+        if blobs == 0:
+            return None
+        return [_entry(user_id, cast(bytes, b)) for b in blobs]
 
     async def put(self, entries: Sequence[Entry]) -> None:
         by_user: dict[str, list[Any]] = {}

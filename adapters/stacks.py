@@ -79,7 +79,7 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
                             keep_last: int = 4, embedder: Embedder | None = None,
                             summarizer: Summarizer | None = None, timeout: float = 5.0,
                             history_from_log: bool = True, pool_size: int = 8,
-                            namespace: str | None = None,
+                            namespace: str | None = None, shared: bool = False,
                             backends: str | None = None) -> AsyncIterator[TieredMemoryStore]:
     """PostgreSQL archive + ``log_engine`` log + ``make_index(ctx)`` (default pgvector).
 
@@ -89,7 +89,8 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
     exit; with a provider it only creates (and on exit drops) its namespace.
     Pass ``namespace`` (``nm_...``) to reopen data on servers that outlive the
     store: it is created if missing, kept on exit, and ``recover()`` runs on
-    open to finish whatever a crashed process left in the outbox.
+    open to finish whatever a crashed process left in the outbox. Pass
+    ``shared=True`` when other processes (replicas) open the same namespace.
     """
     from .postgres import PostgresArchive, create_pool, drop_schema
     from .redis_log import RedisLog, drop_namespace
@@ -127,7 +128,7 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
             store = TieredMemoryStore(log=log, index=index, archive=archive,
                                       keep_last=keep_last, embedder=embedder,
                                       summarizer=summarizer, timeout=timeout,
-                                      history_from_log=history_from_log)
+                                      history_from_log=history_from_log, shared=shared)
         except BaseException:
             await index.aclose()
             raise

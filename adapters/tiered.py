@@ -21,13 +21,20 @@ Reads never trust a tier that may be behind:
 Each user has an asyncio lock held across a write's archive commit and tier
 updates; the summarizer runs outside it, and a compaction whose prefix moved
 meanwhile is recomputed.
+
+Several processes (replicas) may share one namespace with ``shared=True``: the
+user's lock is then also taken on the archive (``SharedArchive``), and the log
+carries a per-user write marker (``SharedLog``) that tells every replica's reads
+what the in-process seqlock tells this one's, and tells writers that a write
+died mid-way elsewhere. Without it, two replicas break G5 and G7 within seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
@@ -42,9 +49,9 @@ from nomnesia.suite.validation import (
     validate_user_id,
 )
 
-from .archive import ArchiveTier, StalePrefix
+from .archive import ArchiveTier, SharedArchive, StalePrefix
 from .text import ConcatSummarizer, Embedder, HashingEmbedder, Summarizer
-from .tiers import SelfChecking, ShortTermLog, TierLost, VectorIndex
+from .tiers import SelfChecking, SharedLog, ShortTermLog, TierLost, VectorIndex
 
 __all__ = ["FAILPOINTS", "TieredMemoryStore"]
 
@@ -84,7 +91,9 @@ class TieredMemoryStore:
     """A MemoryStore over any ShortTermLog, VectorIndex and ArchiveTier.
 
     ``timeout`` bounds every backend call (SPEC G12); ``history_from_log``
-    can be turned off to serve every read from the archive.
+    can be turned off to serve every read from the archive. ``shared`` makes
+    replicas in other processes safe (see the module docstring); it costs a lock
+    round trip on the archive and two marker calls on the log per write.
     """
 
     capabilities = Capabilities(failpoints=True, failpoint_names=FAILPOINTS, persistent=True)
@@ -92,8 +101,14 @@ class TieredMemoryStore:
     def __init__(self, *, log: ShortTermLog, index: VectorIndex, archive: ArchiveTier,
                  keep_last: int = 4, embedder: Embedder | None = None,
                  summarizer: Summarizer | None = None, timeout: float = 5.0,
-                 history_from_log: bool = True) -> None:
+                 history_from_log: bool = True, shared: bool = False) -> None:
         validate_limit("keep_last", keep_last)
+        if shared and not (isinstance(archive, SharedArchive) and isinstance(log, SharedLog)):
+            lacking = [f"{tier.name} is not a {kind.__name__}"
+                       for tier, kind in ((archive, SharedArchive), (log, SharedLog))
+                       if not isinstance(tier, kind)]
+            raise ValueError(f"shared=True needs tiers that replicas can share: "
+                             f"{'; '.join(lacking)}")
         if timeout <= 0:
             raise ValueError("timeout must be > 0")
         self.keep_last = keep_last
@@ -101,6 +116,7 @@ class TieredMemoryStore:
         self.search_staleness: float = index.search_staleness
         self.timeout = timeout
         self.history_from_log = history_from_log
+        self.shared = shared
         self._embedder: Embedder = embedder or HashingEmbedder(index.dim)
         if self._embedder.dim != index.dim:
             raise ValueError(f"embedder dim {self._embedder.dim} != index dim {index.dim}")
@@ -200,6 +216,31 @@ class TieredMemoryStore:
         await self._call(self.index.name, self.index.upsert(entries, vectors))
         await failpoint(f"tiered.{op}.after_index")
 
+    @asynccontextmanager
+    async def _writing(self, user_id: str, guard: _Guard) -> AsyncIterator[bool]:
+        """The user's write section; yields whether a write died mid-way in another replica.
+
+        A block that raises leaves the shared marker set: the tiers may be behind,
+        so replicas read the archive until a later write re-syncs the user. Only a
+        refusal (``ValueError``) clears it, since nothing was written.
+        """
+        async with guard.lock:
+            guard.version += 1
+            await self._settle()
+            if not self.shared:
+                yield False
+                return
+            assert isinstance(self.archive, SharedArchive) and isinstance(self.log, SharedLog)
+            async with self.archive.user_lock(user_id, self.timeout):
+                token = uuid.uuid4().hex
+                left = await self._call(self.log.name, self.log.begin_write(user_id, token))
+                try:
+                    yield left
+                except ValueError:
+                    await self._call(self.log.name, self.log.end_write(user_id, token))
+                    raise
+                await self._call(self.log.name, self.log.end_write(user_id, token))
+
     async def _resync(self, user_id: str, guard: _Guard) -> None:
         """Bring log and index in line with the archive for one user (caller holds the lock)."""
         pending = await self._call(self.archive.name, self.archive.pending(user_id))
@@ -236,10 +277,8 @@ class TieredMemoryStore:
         entry_id = message_id if message_id is not None else uuid.uuid4().hex
         vector = self._embedder.embed([content])
         guard = self._guard(user_id)
-        async with guard.lock:
-            guard.version += 1
-            await self._settle()
-            if guard.dirty:
+        async with self._writing(user_id, guard) as left_behind:
+            if guard.dirty or left_behind:
                 await self._resync(user_id, guard)
             guard.dirty = True  # from here the archive may hold what the tiers lack
             try:
@@ -266,15 +305,23 @@ class TieredMemoryStore:
                 guard is None or not (guard.lock.locked() or guard.dirty)):
             version = guard.version if guard is not None else 0
             try:
-                entries = await self._call(self.log.name, self.log.tail(user_id, limit))
+                entries = await self._call(self.log.name, self._log_tail(user_id, limit))
             except TierLost:
                 self._log_lost = True
             else:
                 guard = self._guards.get(user_id)
-                if guard is None or (guard.version == version and not guard.lock.locked()
-                                     and not guard.dirty):
+                if entries is not None and (guard is None or (
+                        guard.version == version and not guard.lock.locked()
+                        and not guard.dirty)):
                     return entries
         return await self._call(self.archive.name, self.archive.tail(user_id, limit))
+
+    async def _log_tail(self, user_id: str, limit: int) -> list[Entry] | None:
+        """The log's tail, or None while a replica's write of the user is unfinished."""
+        if self.shared:
+            assert isinstance(self.log, SharedLog)
+            return await self.log.tail_if_idle(user_id, limit)
+        return await self.log.tail(user_id, limit)
 
     async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
         validate_user_id(user_id)
@@ -312,10 +359,8 @@ class TieredMemoryStore:
             vector = self._vectors([summary])
             removed = [e.id for e in prefix]
             await failpoint("tiered.compact.after_summarize")
-            async with guard.lock:
-                guard.version += 1
-                await self._settle()
-                if guard.dirty:
+            async with self._writing(user_id, guard) as left_behind:
+                if guard.dirty or left_behind:
                     await self._resync(user_id, guard)
                 guard.dirty = True
                 try:
@@ -343,9 +388,7 @@ class TieredMemoryStore:
         validate_user_id(user_id)
         self._check_open()
         guard = self._guard(user_id)
-        async with guard.lock:
-            guard.version += 1
-            await self._settle()
+        async with self._writing(user_id, guard):
             guard.dirty = True
             outbox = await self._call(self.archive.name, self.archive.forget(user_id))
             await failpoint("tiered.forget.after_archive")
@@ -411,9 +454,7 @@ class TieredMemoryStore:
             users.update(dict.fromkeys(await self._call(self.archive.name, self.archive.users())))
         for user_id in users:
             guard = self._guard(user_id)
-            async with guard.lock:
-                guard.version += 1
-                await self._settle()
+            async with self._writing(user_id, guard):
                 await self._resync(user_id, guard)
         for is_log, checked, token in tokens:
             name = self.log.name if is_log else self.index.name

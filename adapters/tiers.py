@@ -14,7 +14,7 @@ from typing import Protocol, runtime_checkable
 
 from nomnesia.suite.contract import Entry
 
-__all__ = ["SelfChecking", "ShortTermLog", "TierLost", "VectorIndex"]
+__all__ = ["SelfChecking", "SharedLog", "ShortTermLog", "TierLost", "VectorIndex"]
 
 
 class TierLost(Exception):
@@ -39,6 +39,32 @@ class SelfChecking(Protocol):
     async def begin_rebuild(self) -> str: ...
 
     async def mark_intact(self, token: str) -> bool: ...
+
+
+@runtime_checkable
+class SharedLog(Protocol):
+    """Optional for a log that several store processes (replicas) share.
+
+    In one process the store knows which users have a write in flight and reads
+    the archive for them. Another replica cannot know, so a log it reads mid-write
+    (a compaction's summary put, its originals not yet removed) shows two
+    summaries. A per-user *write marker* in the log engine itself carries that
+    knowledge: set when a write starts, deleted when it ends, left behind by a
+    write that died, and read atomically with the tail.
+    """
+
+    async def begin_write(self, user_id: str, token: str) -> bool:
+        """Set the user's marker to ``token``; whether a marker was already there.
+
+        One left behind means a write died mid-way (perhaps in another process):
+        the caller re-syncs the user's tiers before writing.
+        """
+
+    async def end_write(self, user_id: str, token: str) -> None:
+        """Delete the marker if it still holds ``token`` (a late call cannot clear a newer one)."""
+
+    async def tail_if_idle(self, user_id: str, limit: int) -> list[Entry] | None:
+        """``tail``, or None if the user's marker is set; one atomic read of both."""
 
 
 @runtime_checkable
