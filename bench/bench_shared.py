@@ -1,0 +1,98 @@
+"""Benchmark: what ``shared=True`` (replicas in other processes) costs a stack.
+
+    python bench/bench_shared.py [--stacks pgvector,valkey] [--n 400] [--users 8]
+
+For each stack, on one set of embedded engines: append and get_history latency
+(p50, p99) of one user, and append throughput with ``--users`` concurrent users,
+with ``shared=False`` and ``shared=True``. A shared write adds an advisory-lock
+round trip on PostgreSQL and two marker calls on the log; a shared read is the
+same one log call as before.
+
+Not a test: it prints numbers and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import secrets
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from nomnesia.adapters import open_store
+from nomnesia.adapters.engines import get_provider
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000.0
+
+
+async def timed(n: int, op: Callable[[int], Awaitable[Any]]) -> list[float]:
+    samples = []
+    for i in range(n):
+        started = time.perf_counter()
+        await op(i)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+async def measure(stack: str, provider: Any, shared: bool, n: int, users: int) -> dict[str, float]:
+    namespace = f"nm_{secrets.token_hex(8)}"
+    # namespace= is what replicas pass; the run below drops what it made.
+    async with open_store(stack, provider=provider, namespace=namespace,
+                          shared=shared) as store:
+        try:
+            append = await timed(n, lambda i: store.append_message("u", "user", f"m{i}"))
+            read = await timed(n, lambda i: store.get_history("u", 10))
+            started = time.perf_counter()
+
+            async def writer(u: int) -> None:
+                for i in range(n // users):
+                    await store.append_message(f"c{u}", "user", f"m{i}")
+
+            await asyncio.gather(*(writer(u) for u in range(users)))
+            rate = (n // users) * users / (time.perf_counter() - started)
+        finally:
+            for user in ["u", *(f"c{u}" for u in range(users))]:
+                await store.forget(user)
+    from nomnesia.adapters.postgres import create_pool, drop_schema
+    from nomnesia.adapters.redis_log import drop_namespace
+
+    pool = await create_pool(provider.url("postgres"))
+    try:
+        await drop_schema(pool, namespace)
+    finally:
+        await pool.close()
+    for engine in ("redis", "valkey"):
+        await drop_namespace(provider.url(engine), namespace)
+    return {"append_p50": pct(append, 0.5), "append_p99": pct(append, 0.99),
+            "read_p50": pct(read, 0.5), "read_p99": pct(read, 0.99), "rate": rate,
+            "read_mean": statistics.fmean(read) * 1000}
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--stacks", default="pgvector,valkey")
+    parser.add_argument("--n", type=int, default=400)
+    parser.add_argument("--users", type=int, default=8)
+    args = parser.parse_args()
+    provider = get_provider("embedded")
+    try:
+        print(f"n={args.n}, {args.users} concurrent users for the rate; times in ms")
+        print("| stack | shared | append p50 | append p99 | read p50 | read p99 | appends/s |")
+        print("|---|---|---|---|---|---|---|")
+        for stack in args.stacks.split(","):
+            for shared in (False, True):
+                r = await measure(stack, provider, shared, args.n, args.users)
+                print(f"| {stack} | {shared} | {r['append_p50']:.2f} | {r['append_p99']:.2f} | "
+                      f"{r['read_p50']:.2f} | {r['read_p99']:.2f} | {r['rate']:.0f} |",
+                      flush=True)
+    finally:
+        provider.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
