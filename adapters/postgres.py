@@ -27,7 +27,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
-from nomnesia.suite.errors import BackendTimeout
+from nomnesia.suite.errors import BackendTimeout, BackendUnavailable
 
 from .archive import StalePrefix
 
@@ -178,6 +178,32 @@ async def _connection(pool: AsyncConnectionPool) -> AsyncIterator[AsyncConnectio
         await pool.putconn(conn)
 
 
+async def _bounded(conn: AsyncConnection[TupleRow], query: str, params: Sequence[Any],
+                   timeout: float) -> None:
+    """Run one statement within ``timeout``; on timeout or cancellation close ``conn``.
+
+    Waiting for psycopg's own cancel could take as long as the network lets it;
+    closing is immediate and ends the session, and whatever it held, at once.
+    """
+    task = asyncio.ensure_future(conn.execute(query, params))
+    try:
+        done, _ = await asyncio.wait((task,), timeout=timeout)
+    except BaseException:
+        await conn.close()
+        task.add_done_callback(_retrieve)
+        raise
+    if not done:
+        await conn.close()
+        task.add_done_callback(_retrieve)
+        raise TimeoutError(f"no answer within {timeout:g}s")
+    task.result()
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # the connection was closed under it: expected
+
+
 def _b(text: str) -> bytes:
     return text.encode("utf-8")
 
@@ -186,6 +212,57 @@ def _entry(user_id: str, row: Sequence[Any]) -> Entry:
     entry_id, seq, role, content, covers = row
     return Entry(bytes(entry_id).decode(), user_id, int(seq), str(role), bytes(content).decode(),
                  tuple(bytes(c).decode() for c in covers))
+
+
+class _LockSessions:
+    """Connections that only hold advisory user locks: a free list, no background tasks.
+
+    Apart from the store's pool: a holder runs archive calls while it holds a lock,
+    and from one pool, as many holders as connections would wait for a connection
+    none of them returns. Not a second psycopg pool either: its reconnect tasks,
+    backing off through an outage, kept a closed store's event loop from ending.
+    """
+
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._conninfo = str(pool.conninfo)
+        self._kwargs = dict(pool.kwargs) if isinstance(pool.kwargs, dict) else {}
+        self._keep = pool.max_size
+        self._idle: list[AsyncConnection[TupleRow]] = []
+        self._closed = False
+
+    async def get(self, timeout: float) -> AsyncConnection[TupleRow]:
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed:
+                return conn
+        kwargs = dict(self._kwargs)
+        # The server gives up waiting first, cleanly; the client-side bound is the backstop.
+        kwargs["options"] = (f"{kwargs.get('options', '')} "
+                             f"-c lock_timeout={max(1, int(timeout * 900))}").strip()
+        try:
+            return await asyncio.wait_for(
+                AsyncConnection.connect(self._conninfo, autocommit=True, **kwargs), timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            raise BackendTimeout("postgres", timeout, "connecting to lock a user") from None
+        except psycopg.Error as exc:
+            raise BackendUnavailable("postgres", f"{type(exc).__name__}: {exc}") from exc
+
+    async def put(self, conn: AsyncConnection[TupleRow]) -> None:
+        idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        if self._closed or conn.closed or not idle or len(self._idle) >= self._keep:
+            await conn.close()
+        else:
+            self._idle.append(conn)
+
+    async def broken(self) -> None:
+        """One lock session failed: a restarted server broke the idle ones too."""
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.close()
+
+    async def close(self) -> None:
+        self._closed = True
+        await self.broken()
 
 
 class PostgresArchive:
@@ -197,8 +274,7 @@ class PostgresArchive:
         self._pool = pool
         self._schema = _check_schema(schema)
         self._done: list[int] = []  # outbox rows to delete with the next append
-        self._locks: AsyncConnectionPool | None = None  # SharedArchive: opened on first use
-        self._locks_opening = asyncio.Lock()
+        self._locks = _LockSessions(pool)  # SharedArchive: connected on first use
         q = self._q
         self._sql_append = q("SELECT * FROM {s}.append(%s, %s, %s, %s, %s::bigint[])")
         self._sql_compact = q("SELECT {s}.compact(%s, %s::bytea[], %s, %s, %s, %s::bytea[])")
@@ -314,63 +390,43 @@ class PostgresArchive:
             return
         await self._rows_none(self._sql_clear, (list(outbox_ids),))
 
-    async def _lock_pool(self, timeout: float) -> AsyncConnectionPool:
-        """Connections that only hold user locks, apart from the store's pool.
-
-        A holder runs archive calls while it holds a lock; from one pool, as many
-        holders as connections would wait for a connection none of them returns.
-        """
-        async with self._locks_opening:
-            if self._locks is None:
-                pool = self._pool
-                kwargs = dict(pool.kwargs) if isinstance(pool.kwargs, dict) else {}
-                # The server gives up waiting: no client-side cancel to leave a lock behind.
-                kwargs["options"] = (f"{kwargs.get('options', '')} "
-                                     f"-c lock_timeout={max(1, int(timeout * 1000))}").strip()
-                locks: AsyncConnectionPool = AsyncConnectionPool(
-                    str(pool.conninfo), min_size=1, max_size=pool.max_size, open=False,
-                    kwargs={**kwargs, "autocommit": True}, timeout=timeout)
-                await locks.open(wait=True, timeout=timeout)
-                self._locks = locks
-            return self._locks
-
     @asynccontextmanager
     async def user_lock(self, user_id: str, timeout: float) -> AsyncIterator[None]:
         """A session-level advisory lock on (schema, user): it dies with the session.
 
-        A holder that crashes or loses its connection releases it at once, so no
-        user stays locked. A failed or interrupted wait closes the connection, so a
-        lock granted after the caller gave up is released with the session.
+        A holder that crashes or loses its connection releases it, so no user stays
+        locked. Taking and releasing are bounded by ``timeout`` on the client too
+        (a black-holed network answers nothing, not even the server's
+        ``lock_timeout``); one that runs out closes the connection, so a lock
+        granted after the caller gave up ends with the session.
         """
-        pool = await self._lock_pool(timeout)
         key = (self._schema, user_id)
-        async with pool.connection() as conn:
+        conn = await self._locks.get(timeout)
+        try:
             try:
-                await conn.execute("SELECT pg_advisory_lock(hashtext(%s), hashtext(%s))", key)
-            except BaseException as exc:
-                await conn.close()
-                if isinstance(exc, psycopg.errors.LockNotAvailable):
-                    raise BackendTimeout(self.name, timeout,
-                                         f"waiting for the lock of {user_id!r}") from None
-                raise
+                await _bounded(conn, "SELECT pg_advisory_lock(hashtext(%s), hashtext(%s))",
+                               key, timeout)
+            except (TimeoutError, asyncio.TimeoutError, psycopg.errors.LockNotAvailable):
+                raise BackendTimeout(self.name, timeout,
+                                     f"waiting for the lock of {user_id!r}") from None
+            except psycopg.Error as exc:
+                await self._locks.broken()
+                raise BackendUnavailable(self.name, f"{type(exc).__name__}: {exc}") from exc
             try:
                 yield
             finally:
-                try:
-                    await conn.execute("SELECT pg_advisory_unlock(hashtext(%s), hashtext(%s))",
-                                       key)
-                except BaseException as exc:
-                    await conn.close()  # the lock ends with the session: nothing to report
-                    if not isinstance(exc, Exception):
-                        raise
+                with suppress(Exception):  # if it fails, the closed session ends the lock
+                    await _bounded(conn, "SELECT pg_advisory_unlock(hashtext(%s), hashtext(%s))",
+                                   key, timeout)
+        finally:
+            await self._locks.put(conn)
 
     async def aclose(self) -> None:
         """Delete the outbox rows still buffered; the pool belongs to the stack."""
         try:
             await self._flush()
         finally:
-            if self._locks is not None:
-                await self._locks.close()
+            await self._locks.close()
 
 
 class PgVectorIndex:

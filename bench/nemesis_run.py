@@ -44,6 +44,8 @@ def main() -> int:
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--json", type=Path, default=None, help="write DIR/nemesis-<stack>.json")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="load workers on one namespace at once (stores get shared=True)")
     args, _ = parser.parse_known_args()  # `nox -s bench` passes its options to every script
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     kinds = kinds_of(args.kinds)
@@ -54,6 +56,7 @@ def main() -> int:
     started = time.monotonic()
     for stack in [s.strip() for s in args.stacks.split(",") if s.strip()]:
         cfg = NemesisConfig(adapter=stack, faults=args.faults, kinds=kinds, seed=seed,
+                            replicas=args.replicas,
                             log=lambda line, stack=stack: print(f"  [{stack}] {line.strip()}",
                                                                  flush=True))
         report = asyncio.run(run_nemesis(cfg))

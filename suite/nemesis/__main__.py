@@ -28,15 +28,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--factory", default="",
                         help="module:callable opening the store instead of the registry "
                         "(e.g. nomnesia.suite.nemesis.broken:open_late_tiers)")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="load workers on the namespace at once (stores get shared=True)")
     parser.add_argument("--async-commit", action="store_true",
                         help="leave PostgreSQL's synchronous_commit off (the embedded default)")
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     print(f"nemesis: adapter={args.adapter} faults={args.faults} kinds={args.kinds} "
+          f"replicas={args.replicas} "
           f"seed={seed} (replay with --seed {seed})", flush=True)
     cfg = NemesisConfig(adapter=args.adapter, faults=args.faults, kinds=kinds_of(args.kinds),
                         seed=seed, timeout=args.timeout, durable_postgres=not args.async_commit,
-                        store_factory=args.factory,
+                        store_factory=args.factory, replicas=args.replicas,
                         targets={"kill": tuple(args.kill_targets.split(","))}
                         if args.kill_targets else {},
                         log=lambda line: print(line, flush=True))

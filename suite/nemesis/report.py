@@ -54,6 +54,7 @@ class NemesisReport:
     check_seconds: float = 0.0
     history_ops: int = 0
     workers: int = 0
+    replicas: int = 1
 
     @property
     def faults_by_kind(self) -> dict[str, int]:
@@ -96,7 +97,8 @@ class NemesisReport:
         rec = self.recovery
         lines = [
             f"nemesis {self.adapter} seed={self.seed}: {len(self.faults)} faults in "
-            f"{self.seconds:.0f} s ({self.workers} worker processes, {self.history_ops} "
+            f"{self.seconds:.0f} s ({self.workers} worker processes"
+            f"{f', {self.replicas} at a time' if self.replicas > 1 else ''}, {self.history_ops} "
             f"history events, checked in {self.check_seconds:.1f} s)",
             "  faults:     " + ", ".join(f"{k} {v}" for k, v in self.faults_by_kind.items()),
             "  targets:    " + ", ".join(f"{k} {v}" for k, v in self.faults_by_target.items()),

@@ -12,9 +12,13 @@ Between bursts of load the runner injects one fault, seeded:
 Then it waits for the store to answer again (the first acknowledged call
 invoked after the fault ended). At the end a last worker recovers, reads
 everything and asks ``consistent_state``; the merged history goes to the
-checker. Workers run one at a time: TieredMemoryStore serialises writers of a
-user per process, and concurrent processes on one namespace are not what this
-run claims to test.
+checker.
+
+With ``replicas=1`` (the default) load workers run one at a time, as one app
+process restarted after each crash. With ``replicas=N`` N workers share the
+namespace at once, as N app processes would, each store opened with
+``shared=True``; a crash kills one of them at random and a fresh one takes its
+place while the others go on.
 """
 
 from __future__ import annotations
@@ -73,6 +77,9 @@ class NemesisConfig:
     networked engine of the stack."""
     store_factory: str = ""
     """``module:callable`` opening the store instead of the registry (tests of broken stores)."""
+    replicas: int = 1
+    """Load workers running at once on the namespace; above 1 their stores get ``shared=True``
+    (unless ``store_options`` says otherwise)."""
     log: Callable[[str], None] = print
 
 
@@ -128,9 +135,11 @@ class _Run:
         self.proxied = ProxiedProvider(provider)
         self.control: Any = None
         self.workers: list[_Worker] = []
+        self.live: list[_Worker] = []  # load workers running now (``replicas`` of them)
         self.standby: _Worker | None = None
         self.generations = 0
-        self.report = NemesisReport(cfg.adapter, cfg.seed, list(cfg.kinds))
+        self.report = NemesisReport(cfg.adapter, cfg.seed, list(cfg.kinds),
+                                    replicas=cfg.replicas)
         self.t0 = time.monotonic()
         from nomnesia.adapters import ADAPTERS
 
@@ -142,12 +151,15 @@ class _Run:
     # -- workers ------------------------------------------------------------------------
 
     def _config(self, generation: int) -> WorkerConfig:
+        options = dict(self.cfg.store_options)
+        if self.cfg.replicas > 1:
+            options.setdefault("shared", True)
         return WorkerConfig(
             adapter=self.cfg.adapter, urls=self.urls, namespace=self.namespace,
             history=str(self.workdir / f"history-{generation:04d}.jsonl"), generation=generation,
             seed=self.cfg.seed, timeout=self.cfg.timeout, clients=self.cfg.clients,
             standby=True, result=str(self.workdir / "final.json"), pace=self.cfg.pace,
-            options=dict(self.cfg.store_options), factory=self.cfg.store_factory)
+            options=options, factory=self.cfg.store_factory)
 
     async def spawn(self, command: str = "load") -> _Worker:
         """Activate the warm standby with ``command`` (the next one starts after recovery,
@@ -159,6 +171,7 @@ class _Run:
         worker.proc.stdin.write(f"{command}\n".encode())
         await worker.proc.stdin.drain()
         self.workers.append(worker)
+        self.live.append(worker)
         return worker
 
     async def _standby_ready(self) -> None:
@@ -191,12 +204,12 @@ class _Run:
             log.close()
         return _Worker(generation, config.history, proc, _Tail(config.history))
 
-    @property
-    def current(self) -> _Worker:
-        return self.workers[-1]
-
-    async def kill_worker(self) -> int:
-        worker = self.current
+    async def kill_worker(self, worker: _Worker | None = None) -> int:
+        """SIGKILL ``worker``, by default a live load worker chosen by the seeded rng."""
+        if worker is None:
+            worker = self.rng.choice(self.live)
+        if worker in self.live:
+            self.live.remove(worker)
         with contextlib.suppress(ProcessLookupError):
             worker.proc.send_signal(signal.SIGKILL)
         worker.killed_ns = time.monotonic_ns()
@@ -208,29 +221,31 @@ class _Run:
         text = path.read_text(errors="replace") if path.exists() else ""
         return "\n".join(text.splitlines()[-lines:])
 
-    async def _dump_and_kill(self) -> None:
+    async def _dump_and_kill(self, worker: _Worker) -> None:
         """A hung worker: ask for its stacks (faulthandler on SIGUSR1), then kill it."""
         with contextlib.suppress(ProcessLookupError):
-            self.current.proc.send_signal(signal.SIGUSR1)
+            worker.proc.send_signal(signal.SIGUSR1)
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self.current.proc.wait(), 1.0)  # time to write the dump
-        await self.kill_worker()
+            await asyncio.wait_for(worker.proc.wait(), 1.0)  # time to write the dump
+        await self.kill_worker(worker)
 
     async def wait_answer(self, since_ns: int, count: int) -> float | None:
         """Seconds from ``since_ns`` to the ``count``-th ok call invoked after it (bounded)."""
         deadline = time.monotonic() + ANSWER_BOUND
         pause = 0.002
         while time.monotonic() < deadline:
-            worker = self.current
-            worker.tail.poll()
-            after = [ok for inv, ok in worker.tail.oks if inv >= since_ns]
+            after: list[int] = []
+            for worker in list(self.live):
+                worker.tail.poll()
+                after += [ok for inv, ok in worker.tail.oks if inv >= since_ns]
+                if worker.proc.returncode is not None:
+                    self.live.remove(worker)
+                    self.report.errors.append(
+                        f"worker {worker.generation} exited with {worker.proc.returncode}:\n"
+                        f"{self._worker_log(worker)}")
+                    await self.spawn()
             if len(after) >= count:
-                return (after[count - 1] - since_ns) / 1e9
-            if worker.proc.returncode is not None:
-                self.report.errors.append(
-                    f"worker {worker.generation} exited with {worker.proc.returncode}:\n"
-                    f"{self._worker_log(worker)}")
-                await self.spawn()
+                return (sorted(after)[count - 1] - since_ns) / 1e9
             await asyncio.sleep(pause)  # bounded poll of the worker's history file
             pause = min(pause * 2, 0.05)
         return None
@@ -292,6 +307,9 @@ class _Run:
         try:
             return await self._run(real)
         finally:
+            if keep := os.environ.get("NOMNESIA_NEMESIS_KEEP"):  # worker logs and histories
+                shutil.copytree(self.workdir, Path(keep) / f"{self.cfg.adapter}-workdir",
+                                dirs_exist_ok=True)
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     async def _run(self, real: dict[str, str]) -> NemesisReport:
@@ -304,7 +322,8 @@ class _Run:
 
             self.control = EngineControl(self.provider)
         try:
-            await self.spawn()
+            for _ in range(cfg.replicas):
+                await self.spawn()
             await self.ensure_standby()
             for i in range(cfg.faults):
                 if await self.wait_answer(time.monotonic_ns(), cfg.load_between) is None:
@@ -323,12 +342,12 @@ class _Run:
                 await self.ensure_standby()
                 if (i + 1) % 25 == 0:
                     cfg.log(f"  {i + 1}/{cfg.faults} faults, {self._since():.0f} s")
-            await self._stop_current()
+            await asyncio.gather(*(self._stop(worker) for worker in list(self.live)))
             final = await self.spawn("final")
             try:
                 await asyncio.wait_for(final.proc.wait(), 300)
             except asyncio.TimeoutError:
-                await self._dump_and_kill()
+                await self._dump_and_kill(final)
                 self.report.errors.append("the final worker did not finish within 300 s:\n"
                                           + self._worker_log(final, 60))
             if final.proc.returncode:
@@ -348,15 +367,15 @@ class _Run:
         self._judge()
         return self.report
 
-    async def _stop_current(self) -> None:
-        """SIGTERM the last load worker: its clients are cancelled and the store closed."""
-        worker = self.current
+    async def _stop(self, worker: _Worker) -> None:
+        """SIGTERM a load worker at the end: its clients are cancelled and the store closed."""
+        self.live.remove(worker)
         if worker.proc.returncode is None:
             worker.proc.send_signal(signal.SIGTERM)
             try:
                 await asyncio.wait_for(worker.proc.wait(), 30)
             except asyncio.TimeoutError:
-                await self._dump_and_kill()
+                await self._dump_and_kill(worker)
                 self.report.errors.append("the last load worker ignored SIGTERM for 30 s:\n"
                                           + self._worker_log(worker, 60))
 
