@@ -251,3 +251,13 @@ async def test_the_nemesis_catches_a_store_that_writes_its_tiers_after_returning
     assert not report.passed
     assert report.lost or report.anomalies, report.summary()
     assert not _our_workers(), "nemesis workers outlived the run"
+
+
+async def test_a_short_nemesis_run_with_two_replicas_finds_nothing() -> None:
+    """Two load workers on one namespace at once (shared=True), one killed at each crash."""
+    report = await run_nemesis(NemesisConfig(adapter="pgvector", faults=10, seed=_seed(),
+                                             hold=(0.1, 1.2), replicas=2))
+    print(report.summary())
+    assert report.passed, report.summary()
+    assert report.replicas == 2 and "2 at a time" in report.summary()
+    assert not _our_workers(), "nemesis workers outlived the run"

@@ -9,12 +9,15 @@ must catch the G5/G7 breakage that motivated ``shared=True``.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import secrets
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
+import psycopg
 import pytest
 
 from nomnesia.adapters.archive import InMemoryArchive
@@ -130,3 +133,51 @@ async def test_a_write_that_died_elsewhere_is_repaired_by_the_next_writer() -> N
     await b.append_message("ann", "user", "again", message_id="m2")
     assert [e.id for e in await log.tail_if_idle("ann", 10) or []] == ["m1", "m2"]
     assert await b.consistent_state("ann")
+
+
+async def test_the_user_lock_is_exclusive_bounded_and_dies_with_its_session(
+        engines: EmbeddedProvider) -> None:
+    from nomnesia.adapters.postgres import PostgresArchive, create_pool, drop_schema
+    from nomnesia.suite.errors import BackendTimeout
+
+    pool = await create_pool(engines.url("postgres"))
+    schema = f"nm_{secrets.token_hex(8)}"
+    a, b = PostgresArchive(pool, schema), PostgresArchive(pool, schema)  # two replicas
+    try:
+        async with a.user_lock("ann", 0.5):
+            async with b.user_lock("bob", 0.5):  # another user: no wait
+                pass
+            started = time.monotonic()
+            with pytest.raises(BackendTimeout, match="waiting for the lock of 'ann'"):
+                async with b.user_lock("ann", 0.5):
+                    pytest.fail("two replicas held ann's lock at once")
+            assert time.monotonic() - started < 2.0
+        async with b.user_lock("ann", 0.5):  # released on exit
+            pass
+        # A holder whose session dies (a crashed replica) frees the user at once,
+        # though it never left its block.
+        entered, release = asyncio.Event(), asyncio.Event()
+
+        async def hold() -> None:
+            async with a.user_lock("ann", 5.0):
+                entered.set()
+                await release.wait()
+
+        holder = asyncio.ensure_future(hold())
+        await asyncio.wait_for(entered.wait(), 5)
+        async with await psycopg.AsyncConnection.connect(engines.url("postgres"),
+                                                         autocommit=True) as admin:
+            killed = await (await admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' "
+                "AND objsubid = 2 AND classid = (hashtext(%s)::bigint & 4294967295)::oid",
+                (schema,))).fetchall()
+        assert killed == [(True,)]
+        async with b.user_lock("ann", 2.0):
+            pass
+        release.set()
+        await asyncio.wait_for(holder, 5)  # its unlock fails quietly: the session is gone
+    finally:
+        await a.aclose()
+        await b.aclose()
+        await drop_schema(pool, schema)
+        await pool.close()
