@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -182,26 +183,45 @@ async def _bounded(conn: AsyncConnection[TupleRow], query: str, params: Sequence
                    timeout: float) -> None:
     """Run one statement within ``timeout``; on timeout or cancellation close ``conn``.
 
-    Waiting for psycopg's own cancel could take as long as the network lets it;
-    closing is immediate and ends the session, and whatever it held, at once.
+    Closing ends the session, and any lock it holds or is about to be granted, at
+    once; waiting for psycopg's server-side cancel could take as long as the
+    network lets it. The statement's task closes the connection itself
+    (``_abort``): closed from outside, its socket would stay registered with the
+    event loop, and the next connection to get that fd number would fail.
     """
     task = asyncio.ensure_future(conn.execute(query, params))
     try:
         done, _ = await asyncio.wait((task,), timeout=timeout)
     except BaseException:
-        await conn.close()
-        task.add_done_callback(_retrieve)
+        await _abort(conn, task)
         raise
     if not done:
-        await conn.close()
-        task.add_done_callback(_retrieve)
+        await _abort(conn, task)
         raise TimeoutError(f"no answer within {timeout:g}s")
     task.result()
 
 
+async def _abort(conn: AsyncConnection[TupleRow], task: asyncio.Future[Any]) -> None:
+    """Stop ``task`` (a statement on ``conn``) and leave ``conn`` closed.
+
+    psycopg answers a cancellation by asking the server to cancel, and a second
+    one by closing the connection (psycopg#1435): cancel until the task is over.
+    """
+    deadline = time.monotonic() + 1.0
+    while not task.done() and time.monotonic() < deadline:
+        task.cancel()
+        await asyncio.wait((task,), timeout=0.01)
+    if task.done():
+        if not task.cancelled():
+            task.exception()  # retrieved: expected
+        await conn.close()  # nothing waits on its socket any more
+    else:  # still inside psycopg (never seen): it closes the connection when it ends
+        task.add_done_callback(_retrieve)
+
+
 def _retrieve(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
-        task.exception()  # the connection was closed under it: expected
+        task.exception()
 
 
 def _b(text: str) -> bytes:
@@ -248,8 +268,11 @@ class _LockSessions:
             raise BackendUnavailable("postgres", f"{type(exc).__name__}: {exc}") from exc
 
     async def put(self, conn: AsyncConnection[TupleRow]) -> None:
-        idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-        if self._closed or conn.closed or not idle or len(self._idle) >= self._keep:
+        status = conn.info.transaction_status
+        if conn.closed or status == psycopg.pq.TransactionStatus.ACTIVE:
+            return  # closed, or still closing itself in an aborted statement (``_abort``)
+        if self._closed or status != psycopg.pq.TransactionStatus.IDLE or (
+                len(self._idle) >= self._keep):
             await conn.close()
         else:
             self._idle.append(conn)

@@ -15,16 +15,19 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from functools import partial
 from typing import Any
 
 import psycopg
 import pytest
 
+from nomnesia.adapters import open_store
 from nomnesia.adapters.archive import InMemoryArchive
 from nomnesia.adapters.engines import EmbeddedProvider
 from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
 from nomnesia.adapters.stacks import open_pgvector, open_valkey
 from nomnesia.adapters.tiered import TieredMemoryStore
+from nomnesia.suite.standard import MemoryStoreSuite
 from nomnesia.suite.workload import Mix, Outcome, Workload, resolve_seed, run
 
 USERS = ("ann", "bob", "o'b \"q\" {x}:%\\ 🙂")
@@ -181,3 +184,24 @@ async def test_the_user_lock_is_exclusive_bounded_and_dies_with_its_session(
         await b.aclose()
         await drop_schema(pool, schema)
         await pool.close()
+
+
+class TestSharedPgvectorKeepsTheContract(MemoryStoreSuite):
+    """The identical conformance suite on the pgvector stack opened with ``shared=True``.
+
+    It caught what the replica workload did not: a lock wait cut short by a
+    cancellation closed the lock connection from outside its statement's task,
+    and the next connection given that fd number failed.
+    """
+
+    @pytest.fixture
+    def store(self, engines: EmbeddedProvider) -> Callable[[], Any]:
+        return partial(open_store, "pgvector", provider=engines, shared=True)
+
+
+class TestSharedValkeyKeepsTheContract(MemoryStoreSuite):
+    """The same on the valkey stack (the write marker on Valkey's Lua)."""
+
+    @pytest.fixture
+    def store(self, engines: EmbeddedProvider) -> Callable[[], Any]:
+        return partial(open_store, "valkey", provider=engines, shared=True)
