@@ -206,8 +206,14 @@ class TieredMemoryStore:
             guard = self._guards[user_id] = _Guard()
         return guard
 
-    def _vectors(self, entries: Sequence[Entry]) -> list[list[float]]:
-        return self._embedder.embed([e.content for e in entries])
+    async def _embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed off the event loop when the embedder says it is slow (``blocking``)."""
+        if getattr(self._embedder, "blocking", False):
+            return await asyncio.to_thread(self._embedder.embed, list(texts))
+        return self._embedder.embed(texts)
+
+    async def _vectors(self, entries: Sequence[Entry]) -> list[list[float]]:
+        return await self._embed([e.content for e in entries])
 
     async def _put_tiers(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]],
                          op: str) -> None:
@@ -262,7 +268,7 @@ class TieredMemoryStore:
                 await self._call(self.index.name, self.index.delete(user_id, extra))
             if missing := [e for e in live if e.id not in in_index]:
                 await self._call(self.index.name,
-                                 self.index.upsert(missing, self._vectors(missing)))
+                                 self.index.upsert(missing, await self._vectors(missing)))
         await failpoint("tiered.resync.after_index")
         if pending:
             await self._call(self.archive.name, self.archive.clear([ob for ob, _ in pending]))
@@ -275,7 +281,7 @@ class TieredMemoryStore:
         user_id, role, content, message_id = validate_append(user_id, role, content, message_id)
         self._check_open()
         entry_id = message_id if message_id is not None else uuid.uuid4().hex
-        vector = self._embedder.embed([content])
+        vector = await self._embed([content])
         guard = self._guard(user_id)
         async with self._writing(user_id, guard) as left_behind:
             if guard.dirty or left_behind:
@@ -328,7 +334,7 @@ class TieredMemoryStore:
         validate_query(query)
         validate_limit("k", k)
         self._check_open()
-        vector = self._embedder.embed([query])[0]
+        vector = (await self._embed([query]))[0]
         try:
             ids = await self._call(self.index.name,
                                    self.index.query(user_id, vector, max(4 * k, 20)))
@@ -356,7 +362,7 @@ class TieredMemoryStore:
                 covers.extend(entry.covers if entry.role == SUMMARY_ROLE else (entry.id,))
             summary = Entry(f"summary-{uuid.uuid4().hex}", user_id, prefix[-1].seq,
                             SUMMARY_ROLE, content, tuple(covers))
-            vector = self._vectors([summary])
+            vector = await self._vectors([summary])
             removed = [e.id for e in prefix]
             await failpoint("tiered.compact.after_summarize")
             async with self._writing(user_id, guard) as left_behind:

@@ -353,3 +353,30 @@ async def test_a_given_up_write_cannot_land_after_the_next_write() -> None:
         assert await log.ids("ann") == set()  # the late put landed before, not after
         await store.recover()
         assert await store.consistent_state("ann") and await store.get_history("ann") == []
+
+
+@pytest.mark.parametrize("blocking", [True, False])
+async def test_a_blocking_embedder_runs_off_the_event_loop(blocking: bool) -> None:
+    """A model's forward pass (MiniLM: ~20 ms) must not stall every other coroutine."""
+    import threading
+
+    from nomnesia.adapters.text import HashingEmbedder
+
+    threads: set[int] = set()
+
+    class Recording(HashingEmbedder):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            threads.add(threading.get_ident())
+            return super().embed(texts)
+
+    embedder = Recording(16)
+    embedder.blocking = blocking  # type: ignore[attr-defined]
+    async with TieredMemoryStore(log=InMemoryLog(), index=InMemoryIndex(16),
+                                 archive=InMemoryArchive(), embedder=embedder,
+                                 keep_last=1) as store:
+        await store.append_message("ann", "user", "one")
+        await store.append_message("ann", "user", "two")
+        await store.compact("ann")
+        assert await store.search("ann", "two")
+    loop_thread = threading.get_ident()
+    assert threads and (loop_thread not in threads) == blocking, (threads, loop_thread)
