@@ -206,8 +206,8 @@ class _Run:
 
     async def kill_worker(self, worker: _Worker | None = None) -> int:
         """SIGKILL ``worker``, by default a live load worker chosen by the seeded rng."""
-        if worker is None:
-            worker = self.rng.choice(self.live)
+        if worker is None:  # one worker draws nothing: a seed replays as it did before replicas
+            worker = self.live[0] if len(self.live) == 1 else self.rng.choice(self.live)
         if worker in self.live:
             self.live.remove(worker)
         with contextlib.suppress(ProcessLookupError):
