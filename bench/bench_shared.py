@@ -17,26 +17,16 @@ import argparse
 import asyncio
 import secrets
 import statistics
+import sys
 import time
-from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from nomnesia.adapters import open_store
 from nomnesia.adapters.engines import get_provider
 
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000.0
-
-
-async def timed(n: int, op: Callable[[int], Awaitable[Any]]) -> list[float]:
-    samples = []
-    for i in range(n):
-        started = time.perf_counter()
-        await op(i)
-        samples.append(time.perf_counter() - started)
-    return samples
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_tiered import pct, timed
 
 
 async def measure(stack: str, provider: Any, shared: bool, n: int, users: int) -> dict[str, float]:
@@ -45,8 +35,8 @@ async def measure(stack: str, provider: Any, shared: bool, n: int, users: int) -
     async with open_store(stack, provider=provider, namespace=namespace,
                           shared=shared) as store:
         try:
-            append = await timed(n, lambda i: store.append_message("u", "user", f"m{i}"))
-            read = await timed(n, lambda i: store.get_history("u", 10))
+            append = await timed(lambda i: store.append_message("u", "user", f"m{i}"), n)
+            read = await timed(lambda i: store.get_history("u", 10), n)
             started = time.perf_counter()
 
             async def writer(u: int) -> None:
