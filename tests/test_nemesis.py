@@ -261,3 +261,22 @@ async def test_a_short_nemesis_run_with_two_replicas_finds_nothing() -> None:
     assert report.passed, report.summary()
     assert report.replicas == 2 and "2 at a time" in report.summary()
     assert not _our_workers(), "nemesis workers outlived the run"
+
+
+def test_an_append_erased_by_an_overlapping_forget_is_not_lost() -> None:
+    """Seen with two replicas: a forget invoked first took the user's lock second."""
+    from nomnesia.suite.history import History, Op, Rec
+    from nomnesia.suite.nemesis.report import account
+
+    def history(forget_returns_first: bool) -> History:
+        ops = [Op(0, 1, "invoke", "forget", "ann", None, 0),
+               Op(0, 2, "invoke", "append", "ann", ("user", "hi", None), 1),
+               Op(0, 2, "ok", "append", "ann", Rec("e1", 7, "user", (), "ann"), 2),
+               Op(0, 1, "ok", "forget", "ann", None, 3)]
+        if forget_returns_first:
+            ops = [ops[0], ops[3], ops[1], ops[2]]
+        return History(Op(i, o.process, o.type, o.f, o.user_id, o.value, o.time)
+                       for i, o in enumerate(ops))
+
+    assert account(history(forget_returns_first=False), {"ann": []}) == (1, [], [])
+    assert account(history(forget_returns_first=True), {"ann": []}) == (1, ["'ann': e1"], [])

@@ -145,10 +145,12 @@ def account(history: History, live: dict[str, list[list[Any]]]) -> tuple[int, li
     """Acknowledged appends that the final state must hold, the lost ones, and duplicates.
 
     An acknowledged append must be live or covered by exactly one live summary at
-    the end unless a forget of its user may have run after it (any forget invoked
-    after the append was, or an indeterminate one invoked before it returned).
+    the end unless a forget of its user may have taken effect after it: any forget
+    that had not returned when the append was invoked (it overlaps the append or
+    comes later), and any indeterminate one. Two replicas showed why "overlaps"
+    counts: a forget invoked first may still take the user's lock second.
     """
-    acked: dict[str, list[tuple[str, int, int]]] = {}
+    acked: dict[str, list[tuple[str, int]]] = {}  # entry id, index of the append's invoke
     forgets: dict[str, list[tuple[int, int, str]]] = {}
     invokes: dict[int, Op] = {}
     for op in history:
@@ -159,16 +161,15 @@ def account(history: History, live: dict[str, list[list[Any]]]) -> tuple[int, li
         if inv is None:
             continue
         if op.f == "append" and op.type == "ok" and op.value is not None:
-            acked.setdefault(op.user_id, []).append((op.value.id, inv.index, op.index))
+            acked.setdefault(op.user_id, []).append((op.value.id, inv.index))
         elif op.f == "forget" and op.type != "fail":
             forgets.setdefault(op.user_id, []).append((inv.index, op.index, op.type))
     required: dict[str, set[str]] = {}
     total = 0
     for user, appends in acked.items():
-        for entry_id, lo, hi in appends:
+        for entry_id, lo in appends:
             total += 1
-            if any(f_lo > lo or (kind == "info" and f_lo < hi)
-                   for f_lo, _, kind in forgets.get(user, [])):
+            if any(kind == "info" or f_hi > lo for _, f_hi, kind in forgets.get(user, [])):
                 continue
             required.setdefault(user, set()).add(entry_id)
     lost: list[str] = []
