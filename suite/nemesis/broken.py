@@ -59,7 +59,7 @@ class LateTiersStore(TieredMemoryStore):
             batch, self._queue = self._queue, []
             if batch:
                 with contextlib.suppress(Exception):
-                    await self._put_tiers(batch, self._vectors(batch), "append")
+                    await self._put_tiers(batch, await self._vectors(batch), "append")
 
     async def aclose(self) -> None:
         if self._flusher is not None:
