@@ -116,6 +116,11 @@ class _Running:
     stop_signal: int = signal.SIGKILL
 
 
+_Ready = Callable[[], bool]
+_Start = Callable[[int], "tuple[_Running, _Ready]"]
+"""Launch an engine on a port; return it with its readiness check."""
+
+
 def _tail(path: Path, lines: int = 15) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -284,45 +289,14 @@ class EmbeddedProvider(Provider):
                                      f"not ready within {READY_TIMEOUT:g}s:\n{_tail(running.log)}"
                                      ) from None
 
-    def _start_resp(self, engine: str, binary: Path) -> str:
-        home = self._workdir() / engine
-        home.mkdir(exist_ok=True)
+    def _on_free_port(self, engine: str, start: _Start) -> int:
+        """Start an engine on a free port, again on another if it was taken meanwhile.
+
+        ``start(port)`` launches the engine and returns it with its readiness check.
+        """
         for _ in range(PORT_ATTEMPTS):
             port = free_port()
-            argv = [str(binary), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                    "--appendonly", "no", "--dir", str(home), "--daemonize", "no",
-                    "--databases", "16"]
-            running = self._launch(engine, argv, home / f"{engine}.log")
-            try:
-                self._wait(running, lambda port=port: _answers_ping(port))  # type: ignore[misc]
-            except _PortTaken:
-                self._discard(running)
-                continue
-            except BaseException:
-                self._discard(running)
-                raise
-            return f"redis://127.0.0.1:{port}/0"
-        raise BackendUnavailable(engine, f"no free port after {PORT_ATTEMPTS} attempts")
-
-    def _start_postgres(self) -> str:
-        bin_dir = postgres_bin_dir()
-        data = self._workdir() / "pg"
-        log = self._workdir() / "postgres.log"
-        self._initdb(bin_dir, data, log)
-        for _ in range(PORT_ATTEMPTS):
-            port = free_port()
-            argv = [str(bin_dir / "postgres"), "-D", str(data), "-p", str(port),
-                    "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
-                    *DURABLE_ON_PROCESS_KILL, "-c", "dynamic_shared_memory_type=mmap",
-                    "-c", "shared_buffers=32MB", "-c", "max_connections=200"]
-            running = self._launch("postgres", argv, log, unprivileged=True,
-                                   stop_signal=signal.SIGQUIT)
-            shm: list[int | None] = [None]
-
-            def ready(port: int = port, shm: list[int | None] = shm) -> bool:
-                ok, shm[0] = _pg_ready(data, port)
-                return ok
-
+            running, ready = start(port)
             try:
                 self._wait(running, ready)
             except _PortTaken:
@@ -331,10 +305,46 @@ class EmbeddedProvider(Provider):
             except BaseException:
                 self._discard(running)
                 raise
-            if shm[0] is not None and self._watchdog is not None:
-                self._watchdog.watch_shm(shm[0])
-            return f"postgresql://{PG_USER}@127.0.0.1:{port}/{PG_DATABASE}"
-        raise BackendUnavailable("postgres", f"no free port after {PORT_ATTEMPTS} attempts")
+            return port
+        raise BackendUnavailable(engine, f"no free port after {PORT_ATTEMPTS} attempts")
+
+    def _start_resp(self, engine: str, binary: Path) -> str:
+        home = self._workdir() / engine
+        home.mkdir(exist_ok=True)
+
+        def start(port: int) -> tuple[_Running, _Ready]:
+            argv = [str(binary), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                    "--appendonly", "no", "--dir", str(home), "--daemonize", "no",
+                    "--databases", "16"]
+            return (self._launch(engine, argv, home / f"{engine}.log"),
+                    lambda: _answers_ping(port))
+
+        return f"redis://127.0.0.1:{self._on_free_port(engine, start)}/0"
+
+    def _start_postgres(self) -> str:
+        bin_dir = postgres_bin_dir()
+        data = self._workdir() / "pg"
+        log = self._workdir() / "postgres.log"
+        self._initdb(bin_dir, data, log)
+        shm: list[int | None] = [None]  # the segment the ready check found
+
+        def start(port: int) -> tuple[_Running, _Ready]:
+            argv = [str(bin_dir / "postgres"), "-D", str(data), "-p", str(port),
+                    "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+                    *DURABLE_ON_PROCESS_KILL, "-c", "dynamic_shared_memory_type=mmap",
+                    "-c", "shared_buffers=32MB", "-c", "max_connections=200"]
+
+            def ready() -> bool:
+                ok, shm[0] = _pg_ready(data, port)
+                return ok
+
+            return (self._launch("postgres", argv, log, unprivileged=True,
+                                 stop_signal=signal.SIGQUIT), ready)
+
+        port = self._on_free_port("postgres", start)
+        if shm[0] is not None and self._watchdog is not None:
+            self._watchdog.watch_shm(shm[0])
+        return f"postgresql://{PG_USER}@127.0.0.1:{port}/{PG_DATABASE}"
 
     def _initdb(self, bin_dir: Path, data: Path, log: Path) -> None:
         """A fresh cluster with pgvector already created in the default database."""
