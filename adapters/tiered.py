@@ -103,12 +103,16 @@ class TieredMemoryStore:
                  summarizer: Summarizer | None = None, timeout: float = 5.0,
                  history_from_log: bool = True, shared: bool = False) -> None:
         validate_limit("keep_last", keep_last)
-        if shared and not (isinstance(archive, SharedArchive) and isinstance(log, SharedLog)):
-            lacking = [f"{tier.name} is not a {kind.__name__}"
-                       for tier, kind in ((archive, SharedArchive), (log, SharedLog))
-                       if not isinstance(tier, kind)]
-            raise ValueError(f"shared=True needs tiers that replicas can share: "
-                             f"{'; '.join(lacking)}")
+        # With shared=True, the archive's user locks and the log's write markers.
+        self._shared: tuple[SharedArchive, SharedLog] | None = None
+        if shared:
+            if not (isinstance(archive, SharedArchive) and isinstance(log, SharedLog)):
+                lacking = [f"{tier.name} is not a {kind.__name__}"
+                           for tier, kind in ((archive, SharedArchive), (log, SharedLog))
+                           if not isinstance(tier, kind)]
+                raise ValueError(f"shared=True needs tiers that replicas can share: "
+                                 f"{'; '.join(lacking)}")
+            self._shared = (archive, log)
         if timeout <= 0:
             raise ValueError("timeout must be > 0")
         self.keep_last = keep_last
@@ -116,10 +120,10 @@ class TieredMemoryStore:
         self.search_staleness: float = index.search_staleness
         self.timeout = timeout
         self.history_from_log = history_from_log
-        self.shared = shared
         self._embedder: Embedder = embedder or HashingEmbedder(index.dim)
         if self._embedder.dim != index.dim:
             raise ValueError(f"embedder dim {self._embedder.dim} != index dim {index.dim}")
+        self._embed_in_thread = bool(getattr(self._embedder, "blocking", False))
         self._summarizer: Summarizer = summarizer or ConcatSummarizer()
         self._guards: dict[str, _Guard] = {}
         self._closed = False
@@ -208,7 +212,7 @@ class TieredMemoryStore:
 
     async def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed off the event loop when the embedder says it is slow (``blocking``)."""
-        if getattr(self._embedder, "blocking", False):
+        if self._embed_in_thread:
             return await asyncio.to_thread(self._embedder.embed, list(texts))
         return self._embedder.embed(texts)
 
@@ -233,19 +237,19 @@ class TieredMemoryStore:
         async with guard.lock:
             guard.version += 1
             await self._settle()
-            if not self.shared:
+            if self._shared is None:
                 yield False
                 return
-            assert isinstance(self.archive, SharedArchive) and isinstance(self.log, SharedLog)
-            async with self.archive.user_lock(user_id, self.timeout):
+            archive, log = self._shared
+            async with archive.user_lock(user_id, self.timeout):
                 token = uuid.uuid4().hex
-                left = await self._call(self.log.name, self.log.begin_write(user_id, token))
+                left = await self._call(self.log.name, log.begin_write(user_id, token))
                 try:
                     yield left
                 except ValueError:
-                    await self._call(self.log.name, self.log.end_write(user_id, token))
+                    await self._call(self.log.name, log.end_write(user_id, token))
                     raise
-                await self._call(self.log.name, self.log.end_write(user_id, token))
+                await self._call(self.log.name, log.end_write(user_id, token))
 
     async def _resync(self, user_id: str, guard: _Guard) -> None:
         """Bring log and index in line with the archive for one user (caller holds the lock)."""
@@ -324,9 +328,8 @@ class TieredMemoryStore:
 
     async def _log_tail(self, user_id: str, limit: int) -> list[Entry] | None:
         """The log's tail, or None while a replica's write of the user is unfinished."""
-        if self.shared:
-            assert isinstance(self.log, SharedLog)
-            return await self.log.tail_if_idle(user_id, limit)
+        if self._shared is not None:
+            return await self._shared[1].tail_if_idle(user_id, limit)
         return await self.log.tail(user_id, limit)
 
     async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
