@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +22,8 @@ from .text import Embedder, HashingEmbedder, Summarizer
 from .tiered import TieredMemoryStore
 from .tiers import ShortTermLog, VectorIndex
 
-__all__ = ["IndexFactory", "StackContext", "open_engine_stack", "open_pgvector", "open_stack",
-           "open_valkey"]
+__all__ = ["IndexFactory", "StackContext", "drop_kept_namespace", "open_engine_stack",
+           "open_pgvector", "open_stack", "open_valkey"]
 
 _NAMESPACE_RE = re.compile(r"^nm_[a-z0-9_]{1,44}$")
 
@@ -135,6 +135,38 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
         outer.push_async_callback(store.aclose)  # closes archive, log and index
         await store.recover()  # a reopened namespace: finish crashed writes; vouch for the log
         yield store
+
+
+async def drop_kept_namespace(urls: Mapping[str, str], namespace: str, *,
+                              timeout: float = 5.0) -> None:
+    """Remove what stacks opened with ``namespace=`` keep on exit, when done with it.
+
+    Covers PostgreSQL (archive, pgvector) and every ``redis``/``valkey`` URL given
+    (log, vector sets); not Qdrant or Milvus collections. Each engine is tried even
+    after another failed (an engine a fault left broken), and the first failure is
+    raised at the end.
+    """
+    from .postgres import create_pool, drop_schema
+    from .redis_log import drop_namespace
+
+    errors: list[Exception] = []
+    if "postgres" in urls:
+        try:
+            pool = await create_pool(urls["postgres"], max_size=1, timeout=timeout)
+            try:
+                await drop_schema(pool, namespace)
+            finally:
+                await pool.close()
+        except Exception as exc:
+            errors.append(exc)
+    for engine in ("redis", "valkey"):
+        if engine in urls:
+            try:
+                await drop_namespace(urls[engine], namespace, timeout=timeout)
+            except Exception as exc:
+                errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 def open_pgvector(*, provider: Any = None, keep_last: int = 4,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import secrets
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 
 from nomnesia.adapters import open_store
 from nomnesia.adapters.engines import get_provider
+from nomnesia.adapters.stacks import drop_kept_namespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_tiered import pct, timed
@@ -32,9 +32,9 @@ from bench_tiered import pct, timed
 async def measure(stack: str, provider: Any, shared: bool, n: int, users: int) -> dict[str, float]:
     namespace = f"nm_{secrets.token_hex(8)}"
     # namespace= is what replicas pass; the run below drops what it made.
-    async with open_store(stack, provider=provider, namespace=namespace,
-                          shared=shared) as store:
-        try:
+    try:
+        async with open_store(stack, provider=provider, namespace=namespace,
+                              shared=shared) as store:
             append = await timed(lambda i: store.append_message("u", "user", f"m{i}"), n)
             read = await timed(lambda i: store.get_history("u", 10), n)
             started = time.perf_counter()
@@ -45,22 +45,10 @@ async def measure(stack: str, provider: Any, shared: bool, n: int, users: int) -
 
             await asyncio.gather(*(writer(u) for u in range(users)))
             rate = (n // users) * users / (time.perf_counter() - started)
-        finally:
-            for user in ["u", *(f"c{u}" for u in range(users))]:
-                await store.forget(user)
-    from nomnesia.adapters.postgres import create_pool, drop_schema
-    from nomnesia.adapters.redis_log import drop_namespace
-
-    pool = await create_pool(provider.url("postgres"))
-    try:
-        await drop_schema(pool, namespace)
     finally:
-        await pool.close()
-    for engine in ("redis", "valkey"):
-        await drop_namespace(provider.url(engine), namespace)
+        await drop_kept_namespace(provider.urls("postgres", "redis", "valkey"), namespace)
     return {"append_p50": pct(append, 0.5), "append_p99": pct(append, 0.99),
-            "read_p50": pct(read, 0.5), "read_p99": pct(read, 0.99), "rate": rate,
-            "read_mean": statistics.fmean(read) * 1000}
+            "read_p50": pct(read, 0.5), "read_p99": pct(read, 0.99), "rate": rate}
 
 
 async def main() -> None:

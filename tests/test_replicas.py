@@ -25,7 +25,7 @@ from nomnesia.adapters import open_store
 from nomnesia.adapters.archive import InMemoryArchive
 from nomnesia.adapters.engines import EmbeddedProvider
 from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
-from nomnesia.adapters.stacks import open_pgvector, open_valkey
+from nomnesia.adapters.stacks import drop_kept_namespace, open_pgvector, open_valkey
 from nomnesia.adapters.tiered import TieredMemoryStore
 from nomnesia.suite.standard import MemoryStoreSuite
 from nomnesia.suite.workload import Mix, Outcome, Workload, resolve_seed, run
@@ -59,20 +59,8 @@ async def replicas(opener: Callable[..., AbstractAsyncContextManager[TieredMemor
                 opener(provider=engines, namespace=namespace, shared=shared))
                 for _ in range(count)]
     finally:  # a store given its namespace keeps the data on exit
-        await _drop(engines, namespace)
-
-
-async def _drop(engines: EmbeddedProvider, namespace: str) -> None:
-    from nomnesia.adapters.postgres import create_pool, drop_schema
-    from nomnesia.adapters.redis_log import drop_namespace
-
-    pool = await create_pool(engines.url("postgres"))
-    try:
-        await drop_schema(pool, namespace)
-    finally:
-        await pool.close()
-    for engine in ("redis", "valkey"):
-        await drop_namespace(engines.url(engine), namespace)
+        urls = await asyncio.to_thread(engines.urls, "postgres", "redis", "valkey")
+        await drop_kept_namespace(urls, namespace)
 
 
 async def _rounds(opener: Callable[..., AbstractAsyncContextManager[TieredMemoryStore]],
@@ -205,3 +193,25 @@ class TestSharedValkeyKeepsTheContract(MemoryStoreSuite):
     @pytest.fixture
     def store(self, engines: EmbeddedProvider) -> Callable[[], Any]:
         return partial(open_store, "valkey", provider=engines, shared=True)
+
+
+async def test_a_kept_namespace_is_dropped_from_every_engine(engines: EmbeddedProvider) -> None:
+    import redis.asyncio as aioredis
+
+    urls = await asyncio.to_thread(engines.urls, "postgres", "redis", "valkey")
+    namespace = f"nm_{secrets.token_hex(8)}"
+    for opener in (open_pgvector, open_valkey):  # the Redis log, then the Valkey log
+        async with opener(provider=engines, namespace=namespace, shared=True) as store:
+            await store.append_message("ann", "user", "kept on exit")
+    await drop_kept_namespace(urls, namespace)
+    async with await psycopg.AsyncConnection.connect(urls["postgres"]) as conn:
+        rows = await (await conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
+                                         (namespace,))).fetchall()
+    assert rows == [], "the schema outlived drop_kept_namespace"
+    for engine in ("redis", "valkey"):
+        client = aioredis.Redis.from_url(urls[engine])
+        try:
+            left = [key async for key in client.scan_iter(match=f"{namespace}:*")]
+        finally:
+            await client.aclose()
+        assert left == [], f"{engine} kept {left[:3]}"

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from nomnesia.adapters.engines._proc import launcher
+from nomnesia.adapters.stacks import drop_kept_namespace
 
 from ..history import Op
 from .provider import PROXIED_ENGINES, ProxiedProvider
@@ -344,12 +345,7 @@ class _Run:
                     cfg.log(f"  {i + 1}/{cfg.faults} faults, {self._since():.0f} s")
             await asyncio.gather(*(self._stop(worker) for worker in list(self.live)))
             final = await self.spawn("final")
-            try:
-                await asyncio.wait_for(final.proc.wait(), 300)
-            except asyncio.TimeoutError:
-                await self._dump_and_kill(final)
-                self.report.errors.append("the final worker did not finish within 300 s:\n"
-                                          + self._worker_log(final, 60))
+            await self._await_exit(final, 300, "the final worker did not finish within 300 s")
             if final.proc.returncode:
                 self.report.errors.append(f"final worker exited with {final.proc.returncode}:\n"
                                           f"{self._worker_log(final)}")
@@ -363,7 +359,8 @@ class _Run:
             if self.control is not None:
                 self.control.close()
             self.proxied.close()
-            await asyncio.to_thread(_drop_namespace, real, self.namespace)
+            with contextlib.suppress(Exception):  # best effort: a fault may have broken one
+                await drop_kept_namespace(real, self.namespace, timeout=10)
         self._judge()
         return self.report
 
@@ -372,12 +369,15 @@ class _Run:
         self.live.remove(worker)
         if worker.proc.returncode is None:
             worker.proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(worker.proc.wait(), 30)
-            except asyncio.TimeoutError:
-                await self._dump_and_kill(worker)
-                self.report.errors.append("the last load worker ignored SIGTERM for 30 s:\n"
-                                          + self._worker_log(worker, 60))
+            await self._await_exit(worker, 30, "a load worker ignored SIGTERM for 30 s")
+
+    async def _await_exit(self, worker: _Worker, seconds: float, failure: str) -> None:
+        """Wait for ``worker`` to exit; past ``seconds``, dump its stacks, kill it, report."""
+        try:
+            await asyncio.wait_for(worker.proc.wait(), seconds)
+        except asyncio.TimeoutError:
+            await self._dump_and_kill(worker)
+            self.report.errors.append(f"{failure}:\n{self._worker_log(worker, 60)}")
 
     def _judge(self) -> None:
         import json
@@ -420,27 +420,6 @@ def _synchronous_commit(url: str) -> None:
     with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
         dbname = conn.info.dbname
         conn.execute(f'ALTER DATABASE "{dbname}" SET synchronous_commit = on')
-
-
-def _drop_namespace(urls: dict[str, str], namespace: str) -> None:
-    """Remove what the run left on the engines (the store kept it: a named namespace)."""
-    with contextlib.suppress(Exception):
-        import psycopg
-
-        with psycopg.connect(urls["postgres"], autocommit=True, connect_timeout=10) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{namespace}" CASCADE')
-    for engine in ("redis", "valkey"):
-        if engine in urls:
-            with contextlib.suppress(Exception):
-                import redis
-
-                client = redis.Redis.from_url(urls[engine], socket_timeout=10)
-                try:
-                    keys = list(client.scan_iter(match=f"{namespace}:*", count=1000))
-                    for start in range(0, len(keys), 500):
-                        client.unlink(*keys[start:start + 500])
-                finally:
-                    client.close()
 
 
 async def run_nemesis(cfg: NemesisConfig, provider: Any = None) -> NemesisReport:
