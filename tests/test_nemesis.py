@@ -7,12 +7,14 @@ of their own, so the session's shared ``engines`` never see a fault.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import psutil
 import pytest
 import redis
 
@@ -227,19 +229,11 @@ async def test_a_short_nemesis_run_on_pgvector_finds_nothing() -> None:
 def _our_workers() -> list[int]:
     """Worker processes of this test process still alive (zombies aside)."""
     found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{name}/cmdline", "rb") as handle:
-                cmdline = handle.read()
-        except OSError:
-            continue
-        if (fields[0] != "Z" and int(fields[1]) == os.getpid()
-                and b"nomnesia.suite.nemesis.worker" in cmdline):
-            found.append(int(name))
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if (child.status() != psutil.STATUS_ZOMBIE
+                    and "nomnesia.suite.nemesis.worker" in " ".join(child.cmdline())):
+                found.append(child.pid)
     return found
 
 
