@@ -41,14 +41,11 @@ end
 return #ARGV / 3
 """
 
+# KEYS: the user's sorted set, the namespace's intact marker, and (tail_if_idle
+# only) the user's write marker. False: the log lost data; 0: a write is unfinished.
 _TAIL = """
 if redis.call('EXISTS', KEYS[2]) == 0 then return false end
-return redis.call('ZRANGE', KEYS[1], ARGV[1], -1)
-"""
-
-_TAIL_IF_IDLE = """
-if redis.call('EXISTS', KEYS[2]) == 0 then return false end
-if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 return redis.call('ZRANGE', KEYS[1], ARGV[1], -1)
 """
 
@@ -101,7 +98,6 @@ class RedisLog:
         self._remove = self._redis.register_script(_REMOVE)
         self._tail = self._redis.register_script(_TAIL)
         self._mark = self._redis.register_script(_MARK_INTACT)
-        self._tail_if_idle = self._redis.register_script(_TAIL_IF_IDLE)
         self._end_write = self._redis.register_script(_END_WRITE)
         # Present exactly while the log holds every live entry of the namespace: it
         # vanishes with the data when the engine restarts empty (SelfChecking).
@@ -123,8 +119,12 @@ class RedisLog:
         await self._end_write(keys=[self._marker(user_id)], args=[token])
 
     async def tail_if_idle(self, user_id: str, limit: int) -> list[Entry] | None:
-        keys = [self._keys(user_id)[0], self._intact_key, self._marker(user_id)]
-        blobs = await self._tail_if_idle(keys=keys, args=[-limit])
+        return await self._read_tail(user_id, limit, [self._marker(user_id)])
+
+    async def _read_tail(self, user_id: str, limit: int, marker: list[str]) -> list[Entry] | None:
+        """One script: the intact check, the write ``marker`` if given, and the tail."""
+        keys = [self._keys(user_id)[0], self._intact_key, *marker]
+        blobs = await self._tail(keys=keys, args=[-limit])
         if blobs is None:
             raise TierLost(f"{self.name} lost its data (restarted empty?); recover() rebuilds it")
         if blobs == 0:
@@ -143,10 +143,9 @@ class RedisLog:
             await self._remove(keys=self._keys(user_id), args=list(entry_ids))
 
     async def tail(self, user_id: str, limit: int) -> list[Entry]:
-        blobs = await self._tail(keys=[self._keys(user_id)[0], self._intact_key], args=[-limit])
-        if blobs is None:
-            raise TierLost(f"{self.name} lost its data (restarted empty?); recover() rebuilds it")
-        return [_entry(user_id, cast(bytes, b)) for b in blobs]
+        entries = await self._read_tail(user_id, limit, [])
+        assert entries is not None  # no write marker was asked about
+        return entries
 
     async def intact(self) -> bool:
         return bool(await self._redis.exists(self._intact_key))
