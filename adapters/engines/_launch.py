@@ -8,7 +8,9 @@ exit with SIGABRT and ``epoll_wait error: Bad file descriptor``. Without either 
 CPython uses ``vfork()``, which runs no handlers; this program, started that way, then does
 in a clean interpreter what the ``preexec_fn`` did, and execs the real command.
 
-Usage: ``python -I -S _launch.py PARENT_PID UID GID -- COMMAND...`` (``-`` for no UID/GID).
+Usage: ``python -I -S _launch.py PARENT_PID UID GID [AS_BYTES] -- COMMAND...`` (``-`` for no
+UID/GID; ``AS_BYTES`` caps the address space of the command and of every process it forks,
+so that one runaway allocation fails that process instead of exhausting the machine).
 It imports only the standard library, so it runs outside any virtualenv's site-packages.
 """
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import signal
 import sys
 
@@ -36,9 +39,13 @@ def die_with_parent(parent: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    parent, uid, gid, separator, *command = argv
+    parent, uid, gid, *rest = argv
+    limit = rest.pop(0) if rest and rest[0] != "--" else None
+    separator, *command = rest or [""]
     if separator != "--" or not command:
-        raise SystemExit("usage: _launch.py PARENT_PID UID GID -- COMMAND...")
+        raise SystemExit("usage: _launch.py PARENT_PID UID GID [AS_BYTES] -- COMMAND...")
+    if limit is not None:
+        resource.setrlimit(resource.RLIMIT_AS, (int(limit), int(limit)))
     if uid != "-":
         os.setgroups([])
     if gid != "-":

@@ -37,14 +37,15 @@ _LAUNCH = Path(__file__).with_name("_launch.py")
 
 
 def launcher(argv: Sequence[str], *, parent: int, user: int | None = None,
-             group: int | None = None) -> list[str]:
+             group: int | None = None, memory_limit: int | None = None) -> list[str]:
     """``argv`` behind ``_launch.py``, which arms PDEATHSIG and switches user before exec.
 
     Popen then needs neither ``preexec_fn`` nor ``user=``, so CPython starts it with
     ``vfork()`` and no library's at-fork handler runs in the child (see ``_launch.py``).
     """
     ids = ["-" if user is None else str(user), "-" if group is None else str(group)]
-    return [sys.executable, "-I", "-S", str(_LAUNCH), str(parent), *ids, "--", *argv]
+    limit = [] if memory_limit is None else [str(memory_limit)]
+    return [sys.executable, "-I", "-S", str(_LAUNCH), str(parent), *ids, *limit, "--", *argv]
 
 
 class _Spawner:
@@ -90,13 +91,18 @@ _SPAWNER = _Spawner()
 def spawn(argv: Sequence[str], *, log: IO[bytes] | int = subprocess.DEVNULL,
           stdin: IO[bytes] | int = subprocess.DEVNULL, user: int | None = None,
           group: int | None = None, cwd: str | os.PathLike[str] | None = None,
-          env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """Start ``argv`` in a new process group, to die with this process."""
+          env: dict[str, str] | None = None,
+          memory_limit: int | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a new process group, to die with this process.
+
+    ``memory_limit`` (bytes) caps the address space of each of its processes (RLIMIT_AS).
+    """
     parent = os.getpid()
 
     def start() -> subprocess.Popen[bytes]:
         return subprocess.Popen(
-            launcher(argv, parent=parent, user=user, group=group), stdin=stdin, stdout=log,
+            launcher(argv, parent=parent, user=user, group=group, memory_limit=memory_limit),
+            stdin=stdin, stdout=log,
             stderr=subprocess.STDOUT, cwd=cwd, env=env, start_new_session=True,
         )
 
