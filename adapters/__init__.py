@@ -9,6 +9,7 @@ says which extra to install instead of a bare ImportError.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -119,7 +120,9 @@ def open_store(name: str, *, provider: Any = None,
         spec = ADAPTERS[name]
     except KeyError:
         known = ", ".join(ADAPTERS)
-        raise UnknownAdapter(f"no built-in store named {name!r}; known: {known}") from None
+        close = difflib.get_close_matches(name, ADAPTERS, n=1)
+        maybe = f"did you mean {close[0]!r}? " if close else ""
+        raise UnknownAdapter(f"no built-in store named {name!r}; {maybe}known: {known}") from None
     factory = spec.load()
     if spec.engines:
         options["provider"] = provider

@@ -12,6 +12,7 @@ tests are collected. The suite itself lives in ``nomnesia.suite.test_*``::
 from __future__ import annotations
 
 import asyncio
+import difflib
 import importlib
 import inspect
 import os
@@ -117,11 +118,14 @@ def pytest_configure(config: pytest.Config) -> None:
         from nomnesia.adapters import ADAPTERS
 
         if adapter not in ADAPTERS:
+            close = difflib.get_close_matches(adapter, ADAPTERS, n=1)
+            maybe = f"did you mean {close[0]!r}? " if close else ""
             raise pytest.UsageError(f"--adapter {adapter!r}: no such built-in store; "
-                                    f"known: {', '.join(ADAPTERS)}")
+                                    f"{maybe}known: {', '.join(ADAPTERS)}")
         _backends(config)
-    elif not store and not adapter and _is_xdist_controller(config) and _collects_suite(config):
-        # The controller collects nothing under xdist; stop here rather than in every worker.
+    elif not store and not adapter and not hasattr(config, "workerinput") \
+            and _collects_suite(config):
+        # Say so before the header and "collected 59 items": nothing can run without a store.
         raise pytest.UsageError(_usage())
     seed = config.getoption("nomnesia_seed", None)
     workerinput = getattr(config, "workerinput", None)
@@ -159,10 +163,6 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     target = f"--store {store}" if store else f"--adapter {adapter}" if adapter else "(subclass)"
     seed = config.stash[_SEED]
     return [f"nomnesia suite: {target}; seed {seed} (replay with --nomnesia-seed {seed})"]
-
-
-def _is_xdist_controller(config: pytest.Config) -> bool:
-    return bool(getattr(config.option, "numprocesses", None)) and not hasattr(config, "workerinput")
 
 
 def _collects_suite(config: pytest.Config) -> bool:

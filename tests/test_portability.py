@@ -49,9 +49,9 @@ def avx512_outside_dispatch(binary: Path) -> dict[str, int]:
         header = _FUNCTION.match(line)
         if header:
             function = header.group(1)
-        elif "\t" in line and _AVX512_OPERAND.search(line.split("\t", 1)[1]):
-            if not _DISPATCHED.search(function):
-                found[function] = found.get(function, 0) + 1
+        elif ("\t" in line and _AVX512_OPERAND.search(line.split("\t", 1)[1])
+              and not _DISPATCHED.search(function)):
+            found[function] = found.get(function, 0) + 1
     return found
 
 

@@ -49,6 +49,8 @@ __all__ = ["POSTGRES_WHEEL", "EmbeddedProvider", "describe_exit", "postgres_bin_
            "postgres_self_check", "redis_server_path", "valkey_server_path"]
 
 READY_TIMEOUT = 30.0
+EMULATED_SLOWDOWN = 4
+"""How much longer every wait is when the server runs under qemu (``emulate_cpu``)."""
 PORT_ATTEMPTS = 5
 PG_USER = "postgres"
 PG_DATABASE = "postgres"
@@ -413,14 +415,16 @@ class EmbeddedProvider(Provider):
             if not ready():
                 raise _NotReady
 
-        retrying = Retrying(stop=stop_after_delay(READY_TIMEOUT),
+        # An emulated CPU (qemu) runs PostgreSQL several times slower.
+        bound = READY_TIMEOUT * (EMULATED_SLOWDOWN if self._emulate_cpu else 1)
+        retrying = Retrying(stop=stop_after_delay(bound),
                             wait=wait_exponential(multiplier=0.005, max=0.1),
                             retry=retry_if_exception_type(_NotReady), reraise=True)
         try:
             retrying(attempt)
         except _NotReady:
             raise BackendUnavailable(running.engine,
-                                     f"not ready within {READY_TIMEOUT:g}s:\n{_tail(running.log)}"
+                                     f"not ready within {bound:g}s:\n{_tail(running.log)}"
                                      ) from None
 
     def _on_free_port(self, engine: str, start: _Start) -> int:
@@ -483,7 +487,9 @@ class EmbeddedProvider(Provider):
             self._watchdog.watch_shm(shm[0])
         url = f"postgresql://{PG_USER}@127.0.0.1:{port}/{PG_DATABASE}"
         try:
-            postgres_self_check(bin_dir, port, log)
+            postgres_self_check(bin_dir, port, log,
+                                timeout=READY_TIMEOUT * (EMULATED_SLOWDOWN if self._emulate_cpu
+                                                         else 1))
         except BackendUnavailable:
             with self._setup_lock:
                 doomed = [r for r in self._running if r.engine == "postgres"]
@@ -583,7 +589,8 @@ def _in_process_version(engine: str) -> str:
         raise _missing(engine, wheel) from None
 
 
-def postgres_self_check(bin_dir: Path, port: int, log: Path | None = None) -> str:
+def postgres_self_check(bin_dir: Path, port: int, log: Path | None = None, *,
+                        timeout: float = READY_TIMEOUT) -> str:
     """Run :data:`SELF_CHECK_SQL` with the build's own ``psql``; return the versions.
 
     Raises ``BackendUnavailable`` naming the wheel, the CPU flags it may need and
@@ -595,7 +602,7 @@ def postgres_self_check(bin_dir: Path, port: int, log: Path | None = None) -> st
             "-h", "127.0.0.1", "-p", str(port), "-U", PG_USER, "-d", PG_DATABASE]
     try:
         done = subprocess.run(argv, input=SELF_CHECK_SQL.encode(), capture_output=True,
-                              timeout=READY_TIMEOUT, check=False)
+                              timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BackendUnavailable("postgres", f"the pgvector self-check did not run: {exc}",
                                  install_hint=EMBEDDED_HINT) from exc
