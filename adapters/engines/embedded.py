@@ -272,6 +272,14 @@ class EmbeddedProvider(Provider):
         notes = []
         for item in running:
             code = item.proc.poll()
+            if code is None and item.engine == "postgres":
+                # The postmaster outlives a crashed backend, and says so in its log.
+                crashes = [line for line in _tail(item.log, 400).splitlines()
+                           if "was terminated by signal" in line]
+                if crashes:
+                    notes.append(f"the embedded postgres on port {item.port} lost "
+                                 f"{len(crashes)} backend(s) to a crash; last: {crashes[-1]}")
+                continue
             if code is None or item.port is None or _listening(item.port):
                 continue
             notes.append(f"the embedded {item.engine} on port {item.port} (pid {item.proc.pid}) "
