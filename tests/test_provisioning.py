@@ -449,3 +449,19 @@ async def test_a_store_error_after_an_engine_died_names_it(provider: EmbeddedPro
             assert "killed by signal 9" in str(caught.value)
     # Closing cannot drop the namespace from a dead engine: it says so, by name.
     assert "'valkey'" in str(on_close.value) and "killed by signal 9" in str(on_close.value)
+
+
+def test_a_crashed_postgres_backend_is_named(provider: EmbeddedProvider) -> None:
+    """pgvector's SIGILL killed one backend, not the postmaster: the log is where it shows."""
+    with provider:
+        url = provider.url("postgres")
+        with psycopg.connect(url, autocommit=True) as victim:
+            backend = victim.execute("SELECT pg_backend_pid()").fetchone()
+            assert backend is not None
+            os.kill(backend[0], signal.SIGKILL)
+
+            def noted() -> bool:
+                return any("lost" in note and "terminated by signal 9" in note
+                           for note in BackendUnavailable("postgres", "x").explanations)
+
+            assert _poll(noted, 10), BackendUnavailable("postgres", "x").explanations
