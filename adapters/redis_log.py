@@ -25,6 +25,7 @@ from redis.asyncio import Redis
 
 from nomnesia.suite.contract import Entry
 
+from .bounds import clamp_limit
 from .tiers import TierLost
 
 __all__ = ["RedisLog", "drop_namespace"]
@@ -124,7 +125,8 @@ class RedisLog:
     async def _read_tail(self, user_id: str, limit: int, marker: list[str]) -> list[Entry] | None:
         """One script: the intact check, the write ``marker`` if given, and the tail."""
         keys = [self._keys(user_id)[0], self._intact_key, *marker]
-        blobs = await self._tail(keys=keys, args=[-limit])
+        # ZRANGE takes a long long: -2**64 is "value is not an integer" (issue 14).
+        blobs = await self._tail(keys=keys, args=[-clamp_limit(limit)])
         if blobs is None:
             raise TierLost(f"{self.name} lost its data (restarted empty?); recover() rebuilds it")
         if blobs == 0:
