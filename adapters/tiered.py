@@ -105,6 +105,12 @@ class TieredMemoryStore:
 
     capabilities = Capabilities(failpoints=True, failpoint_names=FAILPOINTS, persistent=True)
 
+    # The bounds (adapters/bounds.py) between a caller's k/limit and every tier. A
+    # subclass that replaces them is the positive control of the suite's limit tests
+    # (fragile.UnclampedTieredStore): the store as it was before issue 14.
+    _index_k = staticmethod(over_fetch)
+    _history_limit = staticmethod(clamp_limit)
+
     def __init__(self, *, log: ShortTermLog, index: VectorIndex, archive: ArchiveTier,
                  keep_last: int = 4, embedder: Embedder | None = None,
                  summarizer: Summarizer | None = None, timeout: float = 5.0,
@@ -311,7 +317,7 @@ class TieredMemoryStore:
         validate_user_id(user_id)
         validate_limit("limit", limit)
         self._check_open()
-        limit = clamp_limit(limit)  # no tier sees a caller's unbounded number
+        limit = self._history_limit(limit)  # no tier sees a caller's unbounded number
         with self._guards.use(user_id) as guard:
             if self.history_from_log and not self._log_lost and not (
                     guard.lock.locked() or guard.dirty):
@@ -340,7 +346,7 @@ class TieredMemoryStore:
         vector = (await self._embed([query]))[0]
         try:
             ids = await self._call(self.index.name,
-                                   self.index.query(user_id, vector, over_fetch(k)))
+                                   self.index.query(user_id, vector, self._index_k(k)))
         except TierLost:  # exact-content matches still come from the archive
             ids = []
             self._lost_index = True
