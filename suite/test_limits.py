@@ -146,7 +146,7 @@ class TestLimits(StoreTests):
         await _try_every_value(store, _history_case)
 
     @suite_test
-    async def test_huge_k_search_finds_every_entry(self, store: StoreFactory) -> None:
+    async def test_huge_k_search_still_finds_exact_content(self, store: StoreFactory) -> None:
         """G4/Inputs: ``search(u, q, k)`` with a huge k still finds exact content, harmlessly.
 
         Each of 2**31, 2**63-1, 2**64 and 10**30 is tried on its own user: the
