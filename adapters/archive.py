@@ -22,6 +22,8 @@ from typing import Protocol, runtime_checkable
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 from nomnesia.suite.errors import BackendTimeout
 
+from .bounds import PerUser
+
 __all__ = ["ArchiveTier", "InMemoryArchive", "SharedArchive", "StalePrefix"]
 
 
@@ -108,7 +110,7 @@ class InMemoryArchive:
         self._outbox: dict[int, str] = {}
         self._next_outbox = 1
         self._lock = asyncio.Lock()
-        self._user_locks: dict[str, asyncio.Lock] = {}
+        self._user_locks: PerUser[asyncio.Lock] = PerUser(asyncio.Lock)
 
     def _record(self, user_id: str) -> int:
         ob = self._next_outbox
@@ -183,16 +185,16 @@ class InMemoryArchive:
     @asynccontextmanager
     async def user_lock(self, user_id: str, timeout: float) -> AsyncIterator[None]:
         """Replicas in one process share this archive: one asyncio lock per user."""
-        lock = self._user_locks.setdefault(user_id, asyncio.Lock())
-        try:
-            await asyncio.wait_for(lock.acquire(), timeout)
-        except (TimeoutError, asyncio.TimeoutError):  # distinct classes before Python 3.11
-            raise BackendTimeout(self.name, timeout, f"waiting for the lock of {user_id!r}") \
-                from None
-        try:
-            yield
-        finally:
-            lock.release()
+        with self._user_locks.use(user_id) as lock:  # dropped when no one holds or awaits it
+            try:
+                await asyncio.wait_for(lock.acquire(), timeout)
+            except (TimeoutError, asyncio.TimeoutError):  # distinct before Python 3.11
+                raise BackendTimeout(self.name, timeout,
+                                     f"waiting for the lock of {user_id!r}") from None
+            try:
+                yield
+            finally:
+                lock.release()
 
     async def aclose(self) -> None:
         """Nothing to release."""

@@ -18,13 +18,18 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
+from collections.abc import Sequence
 from types import TracebackType
 
 from nomnesia.suite.contract import ConsistencyReport, Difference, Entry
 
+from .archive import InMemoryArchive
+from .memory_tiers import InMemoryIndex, InMemoryLog
 from .text import ConcatSummarizer, HashingEmbedder
+from .tiered import TieredMemoryStore
 
-__all__ = ["FragileMemoryStore"]
+__all__ = ["EngineError", "FragileMemoryStore", "LongLongLog", "TopKHeapIndex",
+           "UnclampedTieredStore", "clamped_tiered_store", "unclamped_tiered_store"]
 
 
 class FragileMemoryStore:
@@ -106,3 +111,91 @@ class FragileMemoryStore:
 
     async def aclose(self) -> None:
         return None
+
+
+# --------------------------------------------------------------------------- unclamped k and limit
+
+
+class EngineError(RuntimeError):
+    """An engine's error reply (like redis-py's ResponseError), not a caller's ValueError."""
+
+
+class LongLongLog(InMemoryLog):
+    """An in-process log that takes ``limit`` the way Redis' ``ZRANGE`` does: a long long.
+
+    ``tail`` is ``ZRANGE key -limit -1`` on the wire; a start below ``-(2**63)`` is
+    refused, as Redis refuses it ("value is not an integer or out of range").
+    """
+
+    async def tail(self, user_id: str, limit: int) -> list[Entry]:
+        if not -(2**63) <= -limit < 2**63:
+            raise EngineError("ERR value is not an integer or out of range")
+        return await super().tail(user_id, limit)
+
+
+class TopKHeapIndex(InMemoryIndex):
+    """An in-process index that takes ``k`` the way Redis' ``VSIM ... COUNT k`` does.
+
+    ``COUNT`` is a long long, and the engine allocates a heap of ``k`` 8-byte slots
+    before it looks at the data: past ``memory`` bytes it aborts (Redis logs "Out Of
+    Memory allocating 68719476736 bytes!" for ``COUNT 2**33``), and every later call,
+    of any user, finds the connection closed.
+    """
+
+    def __init__(self, dim: int = 384, name: str = "index", *, memory: int = 2**30) -> None:
+        super().__init__(dim, name)
+        self.memory = memory
+        self.aborted = False
+
+    def _alive(self) -> None:
+        if self.aborted:
+            raise ConnectionError("Connection closed by server (the engine aborted earlier)")
+
+    async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
+        self._alive()
+        await super().upsert(entries, vectors)
+
+    async def delete(self, user_id: str, entry_ids: Sequence[str]) -> None:
+        self._alive()
+        await super().delete(user_id, entry_ids)
+
+    async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
+        self._alive()
+        if k >= 2**63:
+            raise EngineError("ERR COUNT is not an integer or out of range")
+        if 8 * k > self.memory:
+            self.aborted = True
+            raise ConnectionError(f"Connection closed by server (it aborted: Out Of Memory "
+                                  f"allocating {8 * k} bytes)")
+        return await super().query(user_id, vector, k)
+
+    async def ids(self, user_id: str) -> set[str]:
+        self._alive()
+        return await super().ids(user_id)
+
+    async def delete_user(self, user_id: str) -> None:
+        self._alive()
+        await super().delete_user(user_id)
+
+
+class UnclampedTieredStore(TieredMemoryStore):
+    """TieredMemoryStore as it was before issue 14: the caller's k and limit go to the tiers.
+
+    It asks the index for ``max(4 * k, 20)`` ids and the log for ``limit`` entries,
+    whatever their size. On ``LongLongLog`` and ``TopKHeapIndex`` the suite's limit
+    tests must fail it (tests/test_limits.py), and pass ``clamped_tiered_store``.
+    """
+
+    _index_k = staticmethod(lambda k: max(4 * k, 20))
+    _history_limit = staticmethod(lambda limit: limit)
+
+
+def unclamped_tiered_store() -> UnclampedTieredStore:
+    """``--store`` factory of the positive control (raw k and limit, engine-like tiers)."""
+    return UnclampedTieredStore(log=LongLongLog(), index=TopKHeapIndex(),
+                                archive=InMemoryArchive())
+
+
+def clamped_tiered_store() -> TieredMemoryStore:
+    """The same engine-like tiers under the real store: the limit tests must pass it."""
+    return TieredMemoryStore(log=LongLongLog(), index=TopKHeapIndex(), archive=InMemoryArchive())

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import math
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 
@@ -24,6 +26,7 @@ from nomnesia.suite.validation import (
     validate_user_id,
 )
 
+from .bounds import PerUser
 from .text import ConcatSummarizer, Embedder, HashingEmbedder, Summarizer
 
 __all__ = ["InMemoryStore"]
@@ -59,7 +62,8 @@ class InMemoryStore:
         self._summarizer: Summarizer = summarizer or ConcatSummarizer()
         self._embedder: Embedder = embedder or HashingEmbedder()
         self._users: dict[str, _User] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        # A lock per user only while someone holds or awaits it: memory stays flat.
+        self._locks: PerUser[asyncio.Lock] = PerUser(asyncio.Lock)
         self._vectors: dict[tuple[str, str], list[float]] = {}
         self._closed = False
 
@@ -74,11 +78,11 @@ class InMemoryStore:
         if self._closed:
             raise StoreClosed("InMemoryStore is closed")
 
-    def _lock(self, user_id: str) -> asyncio.Lock:
-        lock = self._locks.get(user_id)
-        if lock is None:
-            lock = self._locks[user_id] = asyncio.Lock()
-        return lock
+    @asynccontextmanager
+    async def _locked(self, user_id: str) -> AsyncIterator[None]:
+        with self._locks.use(user_id) as lock:
+            async with lock:
+                yield
 
     def _vector(self, entry: Entry) -> list[float]:
         key = (entry.user_id, entry.id)
@@ -91,7 +95,7 @@ class InMemoryStore:
                              *, message_id: str | None = None) -> Entry:
         user_id, role, content, message_id = validate_append(user_id, role, content, message_id)
         self._check_open()
-        async with self._lock(user_id):
+        async with self._locked(user_id):
             user = self._users.setdefault(user_id, _User())
             if message_id is not None:
                 existing = user.messages.get(message_id)
@@ -139,7 +143,7 @@ class InMemoryStore:
         # The lock is held across the summarizer's await: appends wait, but no
         # view ever mixes a summary with what it covers, and the prefix is the
         # one current when the summary lands.
-        async with self._lock(user_id):
+        async with self._locked(user_id):
             user = self._users.get(user_id)
             if user is None or len(user.live) <= self.keep_last:
                 return None
@@ -158,7 +162,7 @@ class InMemoryStore:
     async def forget(self, user_id: str) -> None:
         validate_user_id(user_id)
         self._check_open()
-        async with self._lock(user_id):
+        async with self._locked(user_id):
             user = self._users.pop(user_id, None)
             if user is not None:
                 for entry in user.live:

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 from nomnesia.suite.contract import Entry
 
+from .bounds import clamp_limit
+from .indexes._common import check_k
 from .tiers import TierLost
 
 __all__ = ["InMemoryIndex", "InMemoryLog"]
@@ -74,7 +76,7 @@ class InMemoryLog:
         if not self._intact:
             raise TierLost(f"{self.name} lost its data")
         entries = sorted(self._users.get(user_id, {}).values(), key=lambda e: e.seq)
-        return entries[-limit:]
+        return entries[-clamp_limit(limit):]  # the same bound as every engine's log
 
     async def ids(self, user_id: str) -> set[str]:
         return set(self._users.get(user_id, {}))
@@ -109,7 +111,7 @@ class InMemoryIndex:
         scored = [(math.fsum(a * b for a, b in zip(vector, v, strict=False)), entry_id)
                   for entry_id, v in self._users.get(user_id, {}).items()]
         scored.sort(key=lambda s: s[0], reverse=True)
-        return [entry_id for _, entry_id in scored[:k]]
+        return [entry_id for _, entry_id in scored[:check_k(k)]]  # as every engine index
 
     async def ids(self, user_id: str) -> set[str]:
         return set(self._users.get(user_id, {}))

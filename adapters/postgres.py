@@ -31,6 +31,8 @@ from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable
 
 from .archive import StalePrefix
+from .bounds import clamp_limit
+from .indexes._common import check_k
 
 __all__ = ["PgVectorIndex", "PostgresArchive", "create_pool", "drop_schema"]
 
@@ -373,7 +375,8 @@ class PostgresArchive:
         return int(rows[0][0])
 
     async def tail(self, user_id: str, limit: int) -> list[Entry]:
-        rows = await self._rows(self._sql_tail, (user_id, limit))
+        # LIMIT is a bigint: 2**64 would be "bigint out of range" (issue 14).
+        rows = await self._rows(self._sql_tail, (user_id, clamp_limit(limit)))
         return [_entry(user_id, r) for r in reversed(rows)]
 
     async def live(self, user_id: str) -> list[Entry]:
@@ -512,7 +515,7 @@ class PgVectorIndex:
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
         async with _connection(self._pool) as conn:
-            cur = await conn.execute(self._sql_query, (user_id, self._text(vector), k))
+            cur = await conn.execute(self._sql_query, (user_id, self._text(vector), check_k(k)))
             return [bytes(r[0]).decode() for r in await cur.fetchall()]
 
     async def ids(self, user_id: str) -> set[str]:

@@ -27,6 +27,7 @@ from redis.exceptions import RedisError
 from nomnesia.suite.contract import Entry
 from nomnesia.suite.errors import BackendUnavailable
 
+from .bounds import clamp_limit
 from .tiers import TierLost
 
 __all__ = ["RedisLog", "drop_namespace"]
@@ -126,7 +127,8 @@ class RedisLog:
     async def _read_tail(self, user_id: str, limit: int, marker: list[str]) -> list[Entry] | None:
         """One script: the intact check, the write ``marker`` if given, and the tail."""
         keys = [self._keys(user_id)[0], self._intact_key, *marker]
-        blobs = await self._tail(keys=keys, args=[-limit])
+        # ZRANGE takes a long long: -2**64 is "value is not an integer" (issue 14).
+        blobs = await self._tail(keys=keys, args=[-clamp_limit(limit)])
         if blobs is None:
             raise TierLost(f"{self.name} lost its data (restarted empty?); recover() rebuilds it")
         if blobs == 0:

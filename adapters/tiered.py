@@ -50,6 +50,7 @@ from nomnesia.suite.validation import (
 )
 
 from .archive import ArchiveTier, SharedArchive, StalePrefix
+from .bounds import PerUser, clamp_limit, over_fetch
 from .text import ConcatSummarizer, Embedder, HashingEmbedder, Summarizer
 from .tiers import SelfChecking, SharedLog, ShortTermLog, TierLost, VectorIndex
 
@@ -80,7 +81,13 @@ _COMPACT_ATTEMPTS = 8
 
 @dataclass
 class _Guard:
-    """Per-user writer lock, seqlock version, and whether a tier may be behind."""
+    """Per-user writer lock, seqlock version, and whether a tier may be behind.
+
+    Held in a ``PerUser`` registry: it exists while a task (writer or reader) uses
+    it, or while ``dirty``, so the store's memory does not grow with every user id
+    it has seen. A reader holds it across its read, so the version it compares
+    after the read is the one any writer meanwhile bumped.
+    """
 
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     version: int = 0
@@ -97,6 +104,12 @@ class TieredMemoryStore:
     """
 
     capabilities = Capabilities(failpoints=True, failpoint_names=FAILPOINTS, persistent=True)
+
+    # The bounds (adapters/bounds.py) between a caller's k/limit and every tier. A
+    # subclass that replaces them is the positive control of the suite's limit tests
+    # (fragile.UnclampedTieredStore): the store as it was before issue 14.
+    _index_k = staticmethod(over_fetch)
+    _history_limit = staticmethod(clamp_limit)
 
     def __init__(self, *, log: ShortTermLog, index: VectorIndex, archive: ArchiveTier,
                  keep_last: int = 4, embedder: Embedder | None = None,
@@ -125,7 +138,7 @@ class TieredMemoryStore:
             raise ValueError(f"embedder dim {self._embedder.dim} != index dim {index.dim}")
         self._embed_in_thread = bool(getattr(self._embedder, "blocking", False))
         self._summarizer: Summarizer = summarizer or ConcatSummarizer()
-        self._guards: dict[str, _Guard] = {}
+        self._guards: PerUser[_Guard] = PerUser(_Guard, keep=lambda g: g.dirty)
         self._closed = False
         # The log engine lost data (restarted empty): read the archive until rebuilt.
         self._log_lost = False
@@ -204,12 +217,6 @@ class TieredMemoryStore:
         if self._closed:
             raise StoreClosed("TieredMemoryStore is closed")
 
-    def _guard(self, user_id: str) -> _Guard:
-        guard = self._guards.get(user_id)
-        if guard is None:
-            guard = self._guards[user_id] = _Guard()
-        return guard
-
     async def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed off the event loop when the embedder says it is slow (``blocking``)."""
         if self._embed_in_thread:
@@ -286,45 +293,44 @@ class TieredMemoryStore:
         self._check_open()
         entry_id = message_id if message_id is not None else uuid.uuid4().hex
         vector = await self._embed([content])
-        guard = self._guard(user_id)
-        async with self._writing(user_id, guard) as left_behind:
-            if guard.dirty or left_behind:
-                await self._resync(user_id, guard)
-            guard.dirty = True  # from here the archive may hold what the tiers lack
-            try:
-                entry, outbox = await self._call(
-                    self.archive.name, self.archive.append(user_id, entry_id, role, content))
-            except ValueError:
-                guard.dirty = False  # refused inside the transaction: nothing was written
-                raise
-            if outbox is None:  # an idempotent retry: already accounted for and synced
+        with self._guards.use(user_id) as guard:
+            async with self._writing(user_id, guard) as left_behind:
+                if guard.dirty or left_behind:
+                    await self._resync(user_id, guard)
+                guard.dirty = True  # from here the archive may hold what the tiers lack
+                try:
+                    entry, outbox = await self._call(
+                        self.archive.name, self.archive.append(user_id, entry_id, role, content))
+                except ValueError:
+                    guard.dirty = False  # refused inside the transaction: nothing was written
+                    raise
+                if outbox is None:  # an idempotent retry: already accounted for and synced
+                    guard.dirty = False
+                    return entry
+                await failpoint("tiered.append.after_archive")
+                await self._put_tiers([entry], vector, "append")
+                await self._call(self.archive.name, self.archive.clear([outbox], lazy=True))
                 guard.dirty = False
                 return entry
-            await failpoint("tiered.append.after_archive")
-            await self._put_tiers([entry], vector, "append")
-            await self._call(self.archive.name, self.archive.clear([outbox], lazy=True))
-            guard.dirty = False
-            return entry
 
     async def get_history(self, user_id: str, limit: int = 10) -> list[Entry]:
         validate_user_id(user_id)
         validate_limit("limit", limit)
         self._check_open()
-        guard = self._guards.get(user_id)
-        if self.history_from_log and not self._log_lost and (
-                guard is None or not (guard.lock.locked() or guard.dirty)):
-            version = guard.version if guard is not None else 0
-            try:
-                entries = await self._call(self.log.name, self._log_tail(user_id, limit))
-            except TierLost:
-                self._log_lost = True
-            else:
-                guard = self._guards.get(user_id)
-                if entries is not None and (guard is None or (
-                        guard.version == version and not guard.lock.locked()
-                        and not guard.dirty)):
-                    return entries
-        return await self._call(self.archive.name, self.archive.tail(user_id, limit))
+        limit = self._history_limit(limit)  # no tier sees a caller's unbounded number
+        with self._guards.use(user_id) as guard:
+            if self.history_from_log and not self._log_lost and not (
+                    guard.lock.locked() or guard.dirty):
+                version = guard.version
+                try:
+                    entries = await self._call(self.log.name, self._log_tail(user_id, limit))
+                except TierLost:
+                    self._log_lost = True
+                else:
+                    if entries is not None and guard.version == version and not (
+                            guard.lock.locked() or guard.dirty):
+                        return entries
+            return await self._call(self.archive.name, self.archive.tail(user_id, limit))
 
     async def _log_tail(self, user_id: str, limit: int) -> list[Entry] | None:
         """The log's tail, or None while a replica's write of the user is unfinished."""
@@ -340,7 +346,7 @@ class TieredMemoryStore:
         vector = (await self._embed([query]))[0]
         try:
             ids = await self._call(self.index.name,
-                                   self.index.query(user_id, vector, max(4 * k, 20)))
+                                   self.index.query(user_id, vector, self._index_k(k)))
         except TierLost:  # exact-content matches still come from the archive
             ids = []
             self._lost_index = True
@@ -353,7 +359,10 @@ class TieredMemoryStore:
     async def compact(self, user_id: str) -> Entry | None:
         validate_user_id(user_id)
         self._check_open()
-        guard = self._guard(user_id)
+        with self._guards.use(user_id) as guard:
+            return await self._compact(user_id, guard)
+
+    async def _compact(self, user_id: str, guard: _Guard) -> Entry | None:
         for _ in range(_COMPACT_ATTEMPTS):
             live = await self._call(self.archive.name, self.archive.live(user_id))
             if len(live) <= self.keep_last:
@@ -396,18 +405,19 @@ class TieredMemoryStore:
     async def forget(self, user_id: str) -> None:
         validate_user_id(user_id)
         self._check_open()
-        guard = self._guard(user_id)
-        async with self._writing(user_id, guard):
-            guard.dirty = True
-            outbox = await self._call(self.archive.name, self.archive.forget(user_id))
-            await failpoint("tiered.forget.after_archive")
-            await self._call(self.log.name, self.log.delete_user(user_id))
-            await failpoint("tiered.forget.after_log")
-            await self._call(self.index.name, self.index.delete_user(user_id))
-            await failpoint("tiered.forget.after_index")
-            # Not lazy: the outbox row names the user, and G8 keeps nothing of them.
-            await self._call(self.archive.name, self.archive.clear([outbox]))
-            guard.dirty = False
+        # Once it is over, the user's guard goes too (G8, and flat memory).
+        with self._guards.use(user_id) as guard:
+            async with self._writing(user_id, guard):
+                guard.dirty = True
+                outbox = await self._call(self.archive.name, self.archive.forget(user_id))
+                await failpoint("tiered.forget.after_archive")
+                await self._call(self.log.name, self.log.delete_user(user_id))
+                await failpoint("tiered.forget.after_log")
+                await self._call(self.index.name, self.index.delete_user(user_id))
+                await failpoint("tiered.forget.after_index")
+                # Not lazy: the outbox row names the user, and G8 keeps nothing of them.
+                await self._call(self.archive.name, self.archive.clear([outbox]))
+                guard.dirty = False
 
     async def consistent_state(self, user_id: str) -> ConsistencyReport:
         """Compare the archive's live ids with the log's and the index's, naming each gap."""
@@ -462,9 +472,9 @@ class TieredMemoryStore:
         if tokens:
             users.update(dict.fromkeys(await self._call(self.archive.name, self.archive.users())))
         for user_id in users:
-            guard = self._guard(user_id)
-            async with self._writing(user_id, guard):
-                await self._resync(user_id, guard)
+            with self._guards.use(user_id) as guard:
+                async with self._writing(user_id, guard):
+                    await self._resync(user_id, guard)
         for is_log, checked, token in tokens:
             name = self.log.name if is_log else self.index.name
             intact = await self._call(name, checked.mark_intact(token))

@@ -363,7 +363,9 @@ class LockLeftHeld(InMemoryStore):
 
         if not isinstance(user_id, str):
             return await super().append_message(user_id, role, content, message_id=message_id)
-        lock = self._lock(f"outer:{user_id}")
+        # A lock of its own that outlives the call (the oracle drops unused ones).
+        locks: dict[str, asyncio.Lock] = self.__dict__.setdefault("_outer_locks", {})
+        lock = locks.setdefault(user_id, asyncio.Lock())
         await lock.acquire()
         await asyncio.sleep(0)  # a network round trip
         entry = await super().append_message(user_id, role, content, message_id=message_id)

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from nomnesia.adapters.bounds import clamp_k
 from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import Entry
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, MemoryStoreError
@@ -80,11 +81,17 @@ def check_batch(entries: Sequence[Entry], vectors: Sequence[Sequence[float]], di
 
 
 def check_k(k: int) -> int:
+    """``k`` validated and clamped (``bounds.clamp_k``): what a query may send its engine.
+
+    Every index's ``query`` sends the value this returns, never the caller's:
+    the store already clamps, and this guard keeps an index used on its own
+    just as safe (a raw ``VSIM COUNT 2**33`` aborted Redis, issue 14).
+    """
     if isinstance(k, bool) or not isinstance(k, int):
         raise TypeError(f"k must be an int, not {type(k).__name__}")
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    return k
+    return clamp_k(k)
 
 
 async def bounded(backend: str, timeout: float, call: Awaitable[T]) -> T:

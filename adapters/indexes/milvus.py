@@ -154,7 +154,7 @@ class MilvusIndex(SelfCheckingByCompleteness):
         await self._wrote(len(pks))
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
-        check_k(k)
+        k = check_k(k)
         self._complete.check()
         expr, params = self._filter(user_id)
         hits = await self._calls(self.timeout, self._client().search(

@@ -103,7 +103,7 @@ class QdrantIndex(SelfCheckingByCompleteness):
                       self._client.delete(self.namespace, points_selector=selector, wait=True))
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
-        check_k(k)
+        k = check_k(k)
         self._complete.check()
         response = await self._calls(self.timeout, self._client.query_points(
             self.namespace, query=list(map(float, vector)), query_filter=_user_filter(user_id),

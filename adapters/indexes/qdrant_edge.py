@@ -112,7 +112,7 @@ class QdrantEdgeIndex(SelfCheckingByCompleteness):
         await self._run(lambda s: s.update(qe.UpdateOperation.delete_points(ids)))
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
-        check_k(k)
+        k = check_k(k)
         self._complete.check()
         request = qe.QueryRequest(limit=k, query=qe.Query.Nearest([float(x) for x in vector]),
                                   filter=_user_filter(user_id),

@@ -79,7 +79,7 @@ def knn_query(namespace: str, user_id: str, blob: bytes, k: int) -> list[str | i
     The vector and k travel as PARAMS (data); the only query text that depends
     on the user is the escaped hex tag.
     """
-    check_k(k)
+    k = check_k(k)
     query = f"(@user:{{{escape_tag(user_key(user_id))}}})=>[KNN $k @vec $blob AS dist]"
     return ["FT.SEARCH", index_name(namespace), query,
             "PARAMS", 4, "k", k, "blob", blob,

@@ -109,7 +109,7 @@ class RedisVsetIndex:
         await self._calls(self.timeout, pipe.execute())
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
-        check_k(k)
+        k = check_k(k)
         pipe = self._redis.pipeline(transaction=True)  # the marker and the answer, atomically
         pipe.exists(self._intact_key)
         pipe.execute_command("VSIM", self.key(user_id), "FP32", self._blob(vector), "COUNT", k,
