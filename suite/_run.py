@@ -194,13 +194,15 @@ class GuaranteeViolation(AssertionError):
     ``op`` is the kind of the last store call before the check failed (the
     call whose answer was wrong, as far as the suite can tell), ``parts`` the
     separate failures of a test that tried many inputs (``Attempts``), each as
-    (input label, violation); reports group failures by cause from them.
+    (input label, violation), and ``anomalies`` every ``checker.Anomaly`` of a
+    concurrency failure (however many the message shows); reports group
+    failures by cause from them.
     """
 
     def __init__(self, guarantee: Guarantee, detail: str, log: OpLog | None = None, *,
                  user: object = None, evidence: str = "", op: str | None = None,
                  parts: Sequence[tuple[str, GuaranteeViolation]] = (),
-                 anomalies: Sequence[str] = ()) -> None:
+                 anomalies: Sequence[Any] = ()) -> None:
         self.guarantee = guarantee
         self.detail = detail
         if log is not None:

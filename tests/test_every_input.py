@@ -97,7 +97,7 @@ def test_a_refused_id_does_not_hide_a_wildcard_leak(pytester: pytest.Pytester) -
     assert "operations, oldest first:" in star
     assert "get_history('*'" in star
     forget = failures["test_adversarial_user_ids_compact_and_forget_alone"]
-    wiped = "G9 isolation: user id '*': compact('*') then forget('*') changed the history of"
+    wiped = "G9 isolation: user id '*': forget('*') after compact('*') changed the history of"
     assert any(b.startswith(wiped) for b in _blocks(forget)), _blocks(forget)
     assert any("say \"hi\"" in b and b.startswith("Inputs") for b in _blocks(forget))
 
