@@ -166,8 +166,7 @@ class OpLog:
         """
         numbered = list(enumerate(self.ops, 1))
         if user is not None:
-            users = user if isinstance(user, frozenset) else frozenset((user,))
-            numbered = [(n, op) for n, op in numbered if op.user is None or op.user in users]
+            numbered = [(n, op) for n, op in numbered if op.user is None or _for(op, user)]
         if not numbered:
             return "  (no store operations)"
         shown = numbered[-last:]
@@ -186,6 +185,16 @@ class OpLog:
 def call_name(call: str) -> str:
     """``get_history`` of ``get_history('ann', limit=5)``: the kind of a logged call."""
     return call.split("(", 1)[0].strip()
+
+
+def _for(op: Op, user: object) -> bool:
+    """Whether ``op`` was a call for ``user`` (or for one of a ``frozenset`` of users).
+
+    Ids may be invalid, unhashable values (an invalid-argument test's ``['ann']``).
+    """
+    if isinstance(user, frozenset):
+        return any(op.user == u for u in user)
+    return bool(op.user == user)
 
 
 class GuaranteeViolation(AssertionError):
@@ -208,9 +217,8 @@ class GuaranteeViolation(AssertionError):
         if log is not None:
             evidence = f"operations, oldest first:\n{log.format(user=user)}"
             if op is None:
-                users = user if isinstance(user, frozenset) else frozenset((user,))
                 calls = [o.call for o in log.ops if not o.call.startswith("#")
-                         and (user is None or o.user is None or o.user in users)]
+                         and (user is None or o.user is None or _for(o, user))]
                 op = call_name(calls[-1]) if calls else None
         self.evidence = evidence
         self.op = op

@@ -227,8 +227,9 @@ _CALLS = ("append_message", "get_history", "search", "compact", "forget", "consi
 _HISTORY_CALLS = {"append": "append_message", "read": "get_history"}
 _CALL = re.compile(r"\b(" + "|".join(_CALLS) + r")\b")
 # A Python repr of a string, whole or as the suite shortens it ('abc...(300 chars)').
-_QUOTED = re.compile(r"""'(?:[^'\\\n]|\\.)*?(?:'|\\?\.\.\.\(\d+ chars\))"""
-                     r"""|"(?:[^"\\\n]|\\.)*?(?:"|\\?\.\.\.\(\d+ chars\))""")
+# An apostrophe inside a word ("user's") opens nothing.
+_QUOTED = re.compile(r"""(?<!\w)'(?:[^'\\\n]|\\.)*?(?:'|\\?\.\.\.\(\d+ chars\))"""
+                     r"""|(?<!\w)"(?:[^"\\\n]|\\.)*?(?:"|\\?\.\.\.\(\d+ chars\))""")
 _BRACKETED = re.compile(r"\[[^\[\]\n]*\]|\{[^{}\n]*\}|<[^<>\n]*>")
 _HEXISH = re.compile(r"\b(?=[0-9a-f-]*\d)[0-9a-f][0-9a-f-]{7,}\b")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?s?\b")
@@ -282,8 +283,20 @@ def violation_causes(exc: BaseException) -> list[dict[str, Any]]:
     anomalies = [a for a in getattr(exc, "anomalies", None) or []
                  if isinstance(getattr(a, "guarantee", None), Guarantee)]
     if anomalies:  # a concurrency failure: one cause per kind of anomaly in the history
-        return [_cause(a.guarantee, _anomaly_op(a), str(a.message)) for a in anomalies]
+        return [_anomaly_cause(a) for a in anomalies]
     return [_cause(guarantee, getattr(exc, "op", None), str(getattr(exc, "detail", exc)))]
+
+
+def _anomaly_cause(anomaly: Any) -> dict[str, Any]:
+    """The checker's own stable kind (``missing``, ``search-miss``...) is the cause: its
+    messages quote history indexes and short ids that no blanking makes equal."""
+    key = guarantee_key(anomaly.guarantee) or "unlabelled"
+    kind = str(getattr(anomaly, "kind", "") or "").split(":", 1)[0]
+    cause = _cause(anomaly.guarantee, _anomaly_op(anomaly), str(anomaly.message))
+    if kind:
+        cause["key"] = f"{key} {_anomaly_op(anomaly) or '-'}: {kind}"
+        cause["kind"] = kind
+    return cause
 
 
 def _anomaly_op(anomaly: Any) -> str | None:
@@ -337,6 +350,8 @@ def group_causes(failures: Iterable[tuple[str, Iterable[Mapping[str, Any]]]]
             group = groups.setdefault(key, {
                 "cause": key, "guarantee": cause.get("guarantee", "unlabelled"),
                 "example": cause.get("message", ""), "tests": [], "inputs": []})
+            if cause.get("kind"):
+                group["kind"] = cause["kind"]
             if nodeid not in group["tests"]:
                 group["tests"].append(nodeid)
             if cause.get("input") and cause["input"] not in group["inputs"]:
@@ -353,22 +368,31 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def cause_lines(groups: list[dict[str, Any]], failed: int, *, examples: int = 2) -> list[str]:
-    """The summary by cause: one line when one cause explains every failure."""
+def cause_lines(groups: list[dict[str, Any]], failed: int, *, examples: int = 2,
+                most: int = 20) -> list[str]:
+    """The summary by cause: one line when one cause explains every failure.
+
+    At most ``most`` causes, those behind the most tests first; the JSON report has all.
+    """
     if not groups:
         return []
     head = f"{_plural(failed, 'failed test')}, {_plural(len(groups), 'cause')}"
-    if len(groups) == 1:
+    if len(groups) == 1 and not groups[0].get("kind"):
         return [f"{head}: {_cause_text(groups[0])}"]
     lines = [f"{head}:"]
     width = len(_plural(max(len(g["tests"]) for g in groups), "test"))
-    for group in groups:
+    for group in groups[:most]:
         count = _plural(len(group["tests"]), "test").rjust(width)
         lines.append(f"  {count}  {_cause_text(group)}")
         shown = [t.rsplit("::", 1)[-1] for t in group["tests"][:examples]]
         more = len(group["tests"]) - len(shown)
         lines.append(f"  {'':{width}}  e.g. {', '.join(shown)}"
                      + (f" and {more} more" if more > 0 else ""))
+        if group.get("kind"):  # a checker's kind says little alone: show one of its messages
+            lines.append(f"  {'':{width}}  {str(group['example'])[:_CAUSE_WIDTH]}")
+    if len(groups) > most:
+        lines.append(f"  ... and {_plural(len(groups) - most, 'more cause')} (every one is in "
+                     "the --nomnesia-json report)")
     return lines
 
 
