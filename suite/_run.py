@@ -512,14 +512,34 @@ class LoggedStore:
 
 @asynccontextmanager
 async def opened(factory: StoreFactory) -> AsyncIterator[Any]:
-    """Open a fresh store from ``factory``; failing to open is a G12 failure, not a crash."""
+    """Open a fresh store from ``factory``; failing to open is a G12 failure, not a crash.
+
+    Opening and closing are logged like store calls, so a factory whose
+    ``__aenter__`` or ``__aexit__`` hangs is what a timeout names as in flight.
+    """
     try:
         manager = factory()
     except Exception as exc:
         raise GuaranteeViolation(Guarantee.ERRORS, f"the store factory {factory!r} raised "
                                  f"{type(exc).__name__}: {exc}") from exc
-    async with manager as store:
-        yield store
+    log = OpLog()
+    name = _short(factory, 60)
+    opening = log.start(f"opening the store ({name}: the factory's __aenter__)")
+    closing: Op | None = None
+    try:
+        async with manager as store:
+            opening.outcome = "opened"
+            try:
+                yield store
+            finally:
+                closing = log.start(f"closing the store ({name}: the factory's __aexit__)")
+    except BaseException:
+        for op in (opening, closing):
+            if op is not None and op.outcome is None:
+                op.outcome = "ended by an exception"
+        raise
+    if closing is not None:
+        closing.outcome = "closed"
 
 
 @asynccontextmanager
