@@ -157,8 +157,8 @@ def render_markdown(rows: list[Row]) -> str:
     for row in rows:
         cells = [c.text for c in row.cells.values()]
         lines.append("| " + " | ".join([_md(row.label), *cells, row.tests_text]) + " |")
-    legend = ("pass: exercised, no failure (with the share that ran when some were skipped "
-              "or stopped early) · FAIL (n): n tests failed on it · not reached: every test "
+    legend = ("pass: exercised, no failure (with the share that ran when some were skipped) "
+              "· FAIL (n): n tests failed on it · not reached: every test "
               f"of it failed on another guarantee first · {NOT_EXERCISED}: not exercised")
     return "\n".join([*lines, "", legend]) + "\n"
 
