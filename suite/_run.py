@@ -296,9 +296,12 @@ class Attempts:
     """
 
     def __init__(self, what: str, total: int | None = None, *,
-                 name: Callable[[Any], str] | None = None) -> None:
+                 name: Callable[[Any], str] | None = None, odd: bool = True) -> None:
         self.what = what
         self.total = total
+        self.odd = odd
+        """The inputs are odd but valid (hostile ids, NUL contents): any error a block
+        raises is that input refused (Inputs), not a sick store (G12)."""
         self.name = name or (lambda value: _short(value, 60))
         """How an input reads in the report (default: a short repr)."""
         self.failures: list[tuple[str, GuaranteeViolation]] = []
@@ -315,15 +318,13 @@ class Attempts:
         self.failures.append((label, violation))
 
     @contextmanager
-    def __call__(self, value: object, *, label: str | None = None,
-                 valid: bool = True) -> Iterator[None]:
+    def __call__(self, value: object, *, label: str | None = None) -> Iterator[None]:
         """Run the block for ``value``; a violation or store error is recorded, not raised.
 
-        ``label`` replaces "<what> <value>" in the report (for a step that is
-        about all inputs at once); ``valid=False`` for invalid inputs, whose
-        errors are the expected answer, so the block decides what fails.
+        ``label`` replaces "<what> <value>" in the report, for a step that is
+        about all inputs at once (its errors are no one input's refusal).
         """
-        token = _trying.set(self.what if valid else None)
+        token = _trying.set(self.what if self.odd and label is None else None)
         try:
             yield
         except GuaranteeViolation as exc:
@@ -361,8 +362,8 @@ class Attempts:
     async def each(self, factory: StoreFactory, values: Iterable[V],
                    setup: Callable[[LoggedStore], Awaitable[S]],
                    body: Callable[[LoggedStore, S, V], Awaitable[None]], *,
-                   finish: Callable[[LoggedStore, S], Awaitable[None]] | None = None,
-                   valid: bool = True) -> None:
+                   finish: Callable[[LoggedStore, S], Awaitable[None]] | None = None
+                   ) -> None:
         """``body(s, state, value)`` for every value, on a store that ``setup`` prepared.
 
         After a failure the store may be poisoned (an accepted invalid value, a
@@ -378,7 +379,7 @@ class Attempts:
                 while todo and not failed:
                     value = todo.pop(0)
                     known = len(self.failures)
-                    with self(value, valid=valid):
+                    with self(value):
                         await body(s, state, value)
                     failed = len(self.failures) > known
                 if finish is not None and not todo and not failed:

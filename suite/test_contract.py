@@ -111,7 +111,7 @@ class TestContract(StoreTests):
             m = Model()
             ids = await _fill(s, m, "ann", 13)
             limits = (1, 2, 5, 12, 13, 14, 100)
-            attempts = Attempts("limit", len(limits) + 1)
+            attempts = Attempts("limit", len(limits) + 1, odd=False)
             for limit in limits:
                 with attempts(limit):
                     got = [e.id for e in await s.get_history("ann", limit)]
@@ -160,7 +160,7 @@ class TestContract(StoreTests):
             for c in contents:
                 await m.append(s, "ann", c)
             live = {e.id: e for e in await s.get_history("ann", 100)}
-            attempts = Attempts("content", len(contents))
+            attempts = Attempts("content", len(contents), odd=False)
             for c in contents:
                 with attempts(c):
                     for k in (1, 5):
@@ -184,7 +184,7 @@ class TestContract(StoreTests):
             await _fill(s, m, "ann", 9)
             await _fill(s, m, "bob", 3)
             ks = (1, 2, 3, 8, 9, 50)
-            attempts = Attempts("k", len(ks) + 1)
+            attempts = Attempts("k", len(ks) + 1, odd=False)
             for k in ks:
                 with attempts(k):
                     hits = await s.search("ann", "message number", k)
@@ -288,8 +288,8 @@ class TestContract(StoreTests):
         variants = [("user", "pay RENT"), ("assistant", "pay rent"), ("user", "pay rent "),
                     ("user", "")]
         # Each conflicting retry on its own; one that slipped through poisons the history.
-        attempts = Attempts("conflicting retry", len(variants))
-        await attempts.each(store, variants, setup, conflict, finish=finish, valid=False)
+        attempts = Attempts("conflicting retry", len(variants), odd=False)
+        await attempts.each(store, variants, setup, conflict, finish=finish)
         attempts.check()
 
     @suite_test
@@ -470,7 +470,7 @@ class TestContract(StoreTests):
             for u in users:
                 await _fill(s, m, u, s.keep_last + 1, tag="shared words")
             await s.compact("ann")
-            attempts = Attempts("user", len(users))
+            attempts = Attempts("user", len(users), odd=False)
             for u in users:
                 with attempts(u):
                     await check_user(s, m, u)

@@ -367,6 +367,7 @@ class TestInvalidInputs(StoreTests):
                 await check_user(s, state[0], user, searches=1)
 
         # Every invalid value on its own; after one slips through, the rest get a fresh store.
-        attempts = Attempts(argument, len(calls), name=lambda item: f"{item[0]!r:.60}")
-        await attempts.each(store, calls, seed, one, finish=finish, valid=False)
+        attempts = Attempts(argument, len(calls), name=lambda item: f"{item[0]!r:.60}",
+                            odd=False)
+        await attempts.each(store, calls, seed, one, finish=finish)
         attempts.check()
