@@ -290,19 +290,27 @@ class Cell:
     skipped: int = 0
     failed: dict[str, int] = field(default_factory=dict)
     detail: str = ""
+    unreached: list[str] = field(default_factory=list)
+    """Guarantees every test of which stopped on another failure first (from the JSON report)."""
+    untested: list[str] = field(default_factory=list)
+    """Guarantees every test of which was skipped."""
 
     @property
     def ok(self) -> bool:
         return self.status in ("pass", "no tests", "skipped")
 
     def text(self) -> str:
+        """Never a bare "pass" for what did not run: skips are counted, and a guarantee
+        whose tests all stopped early on another failure reads "not reached"."""
         if self.status == "pass":
             return f"pass ({self.tests - self.skipped}" + (
-                f", {self.skipped} skipped)" if self.skipped else ")")
+                f", {self.skipped} skipped" if self.skipped else "") + (
+                f"; {' '.join(self.untested)} skipped" if self.untested else "") + ")"
         if self.status == "skipped":
             return f"skipped ({self.skipped})"
         if self.status == "fail":
-            return "FAIL " + " ".join(sorted(self.failed, key=_guarantee_order))
+            return "FAIL " + " ".join(sorted(self.failed, key=_guarantee_order)) + (
+                f" ({' '.join(self.unreached)} not reached)" if self.unreached else "")
         if self.status == "error":
             return f"ERROR ({self.detail})"
         return self.status
@@ -355,6 +363,17 @@ def read_cell(directory: Path, python: str, adapter: str) -> Cell:
         cell.failed = cell.failed or {"unlabelled": 1}
     elif cell.tests and cell.skipped == cell.tests:
         cell.status = "skipped"  # e.g. an engine this machine cannot run: see the leaf's log
+    # ci/run_leaf.py also leaves the suite's JSON report, which knows the guarantees.
+    import json
+
+    try:
+        verdicts = json.loads(Path(stem + ".json").read_text(encoding="utf-8"))["guarantees"]
+        states = {key: str(v.get("verdict")) for key, v in verdicts.items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        states = {}
+    order = sorted(states, key=_guarantee_order)
+    cell.unreached = [k for k in order if states[k] == "not reached"]
+    cell.untested = [k for k in order if states[k] == "skipped"]
     return cell
 
 

@@ -78,23 +78,36 @@ class Model:
         self.users[user_id] = UserModel(summaries=u.summaries, gone=gone)
 
 
+def _leak(call: str, user_id: str, entry: EntryLike, other: object) -> str:
+    """One wording for every leak, whichever way it was found: one cause in the summary."""
+    return (f"{call}({user_id!r}) returned an entry of another user: {entry.id!r} "
+            f"({entry.content[:40]!r}), written for user {other!r}")
+
+
+def _pair(user_id: str, other: object) -> frozenset[object]:
+    """The two users a leak involves: the smallest story that shows it is theirs alone."""
+    return frozenset((user_id, other))
+
+
 def check_returned(entry: EntryLike, user_id: str, role: str, content: str,
                    message_id: str | None, s: LoggedStore) -> None:
     """The entry an append returns is the message that was appended."""
     expect(entry.user_id == user_id, _G9, f"append_message for user {user_id!r} returned an "
-                                          f"entry of user {entry.user_id!r}", s.log)
+                                          f"entry of user {entry.user_id!r}", s.log,
+           user=_pair(user_id, entry.user_id))
     got = (entry.user_id, entry.role, entry.content, tuple(entry.covers))
     expect(got == (user_id, role, content, ()), _G1,
            lambda: f"append_message returned {got!r}, not the appended "
-                   f"{(user_id, role, content, ())!r}", s.log)
+                   f"{(user_id, role, content, ())!r}", s.log, user=user_id)
     expect(isinstance(entry.id, str) and entry.id, _G1,
-           f"append_message returned an entry without a str id: {entry.id!r}", s.log)
+           f"append_message returned an entry without a str id: {entry.id!r}", s.log,
+           user=user_id)
     expect(isinstance(entry.seq, int) and not isinstance(entry.seq, bool), _G5,
-           f"append_message returned a non-int seq {entry.seq!r}", s.log)
+           f"append_message returned a non-int seq {entry.seq!r}", s.log, user=user_id)
     if message_id is not None:
         expect(entry.id == message_id, _G6,
-               f"append_message(message_id={message_id!r}) returned id {entry.id!r}", s.log)
-
+               f"append_message(message_id={message_id!r}) returned id {entry.id!r}", s.log,
+               user=user_id)
 
 
 def snapshot(entries: list[EntryLike]) -> list[tuple[str, str, int, str, str, tuple[str, ...]]]:
@@ -127,11 +140,13 @@ def check_hits(hits: list[EntryLike], user_id: str, k: int, live: dict[str, Entr
     expect(len(hits) <= k, _G4, f"search returned {len(hits)} entries for k={k}", s.log,
            user=user_id)
     for h in hits:
-        expect(h.user_id == user_id, _G9,
-               f"search for user {user_id!r} returned an entry of user {h.user_id!r}", s.log)
+        if h.user_id != user_id:
+            expect(False, _G9, _leak("search", user_id, h, h.user_id), s.log,
+                   user=_pair(user_id, h.user_id))
         other = None if h.id in live else model.owner(h.id, h.content, user_id)
-        expect(other is None, _G9, f"search for user {user_id!r} returned entry {h.id!r} "
-                                   f"({h.content[:40]!r}) written for user {other!r}", s.log)
+        if other is not None:
+            expect(False, _G9, _leak("search", user_id, h, other), s.log,
+                   user=_pair(user_id, other))
         expect(h.id not in u.gone or h.id in live, _G8,
                f"search returned forgotten entry {h.id!r}", s.log, user=user_id)
         expect(h.id in live, _G4, f"search returned {h.id!r}, which is not a live entry "
@@ -153,8 +168,9 @@ async def check_user(s: LoggedStore, model: Model, user_id: str, *,
     live = {e.id: e for e in history}
 
     for e in history:
-        expect(e.user_id == user_id, _G9,
-               f"get_history({user_id!r}) returned an entry of user {e.user_id!r}", log)
+        if e.user_id != user_id:
+            expect(False, _G9, _leak("get_history", user_id, e, e.user_id), log,
+                   user=_pair(user_id, e.user_id))
     expect(len(ids) == len(live), _G2,
            lambda: f"duplicate ids among live entries: "
                    f"{sorted({i for i in ids if ids.count(i) > 1})}", log, user=user_id)
@@ -190,8 +206,9 @@ async def check_user(s: LoggedStore, model: Model, user_id: str, *,
                    "not what was appended", log, user=user_id)
         else:
             other = model.owner(e.id, e.content, user_id)
-            expect(other is None, _G9, f"get_history({user_id!r}) returned entry {e.id!r} "
-                                       f"({e.content[:40]!r}) written for user {other!r}", log)
+            if other is not None:
+                expect(False, _G9, _leak("get_history", user_id, e, other), log,
+                       user=_pair(user_id, other))
             expect(e.content in unclaimed, _G2,
                    f"phantom entry {e.id!r} ({e.content[:40]!r}): it was never appended, "
                    "or it duplicates an append under a new id", log)

@@ -23,7 +23,15 @@ import contextvars
 import functools
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
@@ -33,6 +41,7 @@ import pytest
 from .contract import Capabilities, ConsistencyReport, EntryLike, Guarantee
 
 __all__ = [
+    "Attempts",
     "GuaranteeViolation",
     "LoggedStore",
     "OpLog",
@@ -56,6 +65,8 @@ StoreFactory = Callable[[], AbstractAsyncContextManager[Any]]
 """A zero-argument callable returning an async context manager that yields a fresh, empty store."""
 
 T = TypeVar("T")
+S = TypeVar("S")
+V = TypeVar("V")
 
 
 @dataclass
@@ -68,6 +79,8 @@ class Settings:
     """Seconds one store operation may take where a test checks liveness (locks left held)."""
     seed: int = 0
     """The run's seed (``--nomnesia-seed``); randomised tests derive theirs from it."""
+    anomalies: int | None = 3
+    """Anomalies a concurrency failure prints (``--nomnesia-anomalies``); None: all of them."""
 
 
 settings = Settings()
@@ -75,6 +88,10 @@ settings = Settings()
 # The op logs created while a test body runs, so that a timeout can show what was in flight.
 _active_logs: contextvars.ContextVar[list[OpLog] | None] = contextvars.ContextVar(
     "nomnesia_active_logs", default=None)
+# The kind of valid input an ``Attempts`` block is trying ("user id", "content" ...), so that
+# an error it raises reads as that input refused rather than as a sick store (G12).
+_trying: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "nomnesia_trying", default=None)
 
 
 # --------------------------------------------------------------------------- reporting
@@ -143,10 +160,13 @@ class OpLog:
         return [op for op in self.ops if op.outcome is None]
 
     def format(self, last: int = 60, user: object = None) -> str:
-        """The log, numbered; with ``user``, only the calls for that user (and notes)."""
+        """The log, numbered; with ``user``, only the calls for that user (and notes).
+
+        ``user`` may be a ``frozenset`` of users: a leak's story needs both of them.
+        """
         numbered = list(enumerate(self.ops, 1))
         if user is not None:
-            numbered = [(n, op) for n, op in numbered if op.user is None or op.user == user]
+            numbered = [(n, op) for n, op in numbered if op.user is None or _for(op, user)]
         if not numbered:
             return "  (no store operations)"
         shown = numbered[-last:]
@@ -162,17 +182,54 @@ class OpLog:
         return "\n".join(lines)
 
 
+def call_name(call: str) -> str:
+    """``get_history`` of ``get_history('ann', limit=5)``: the kind of a logged call."""
+    return call.split("(", 1)[0].strip()
+
+
+def _for(op: Op, user: object) -> bool:
+    """Whether ``op`` was a call for ``user`` (or for one of a ``frozenset`` of users).
+
+    Ids may be invalid, unhashable values (an invalid-argument test's ``['ann']``).
+    """
+    if isinstance(user, frozenset):
+        return any(op.user == u for u in user)
+    return bool(op.user == user)
+
+
 class GuaranteeViolation(AssertionError):
-    """A broken guarantee. ``str`` starts with it, e.g. ``G7 atomic compaction: ...``."""
+    """A broken guarantee. ``str`` starts with it, e.g. ``G7 atomic compaction: ...``.
+
+    ``op`` is the kind of the last store call before the check failed (the
+    call whose answer was wrong, as far as the suite can tell), ``parts`` the
+    separate failures of a test that tried many inputs (``Attempts``), each as
+    (input label, violation), and ``anomalies`` every ``checker.Anomaly`` of a
+    concurrency failure (however many the message shows); reports group
+    failures by cause from them.
+    """
 
     def __init__(self, guarantee: Guarantee, detail: str, log: OpLog | None = None, *,
-                 user: object = None, evidence: str = "") -> None:
+                 user: object = None, evidence: str = "", op: str | None = None,
+                 parts: Sequence[tuple[str, GuaranteeViolation]] = (),
+                 anomalies: Sequence[Any] = ()) -> None:
         self.guarantee = guarantee
         self.detail = detail
         if log is not None:
             evidence = f"operations, oldest first:\n{log.format(user=user)}"
+            if op is None:
+                calls = [o.call for o in log.ops if not o.call.startswith("#")
+                         and (user is None or o.user is None or _for(o, user))]
+                op = call_name(calls[-1]) if calls else None
         self.evidence = evidence
+        self.op = op
+        self.parts = list(parts)
+        self.anomalies = list(anomalies)
         super().__init__(f"{guarantee}: {detail}" + (f"\n\n{evidence}" if evidence else ""))
+
+    def again(self, detail: str, guarantee: Guarantee | None = None) -> GuaranteeViolation:
+        """The same failure (evidence, op, parts) under another detail or guarantee."""
+        return GuaranteeViolation(guarantee or self.guarantee, detail, evidence=self.evidence,
+                                  op=self.op, parts=self.parts, anomalies=self.anomalies)
 
 
 def expect(condition: object, guarantee: Guarantee, detail: str | Callable[[], str],
@@ -194,19 +251,151 @@ def store_error(exc: BaseException, logs: Sequence[OpLog] | None = None
 
     Tests catch the errors they expect (invalid input, conflicting retries);
     anything else a store raises on a valid call of a healthy store fails the
-    run: ``ValueError``/``TypeError`` reject valid input (Inputs), anything
-    else is an error the store should not have had (G12).
+    run. ``ValueError``/``TypeError`` refuse valid input (Inputs), and so does
+    any error while an ``Attempts`` block tries an odd but valid input (a
+    backend that cannot store NUL raises its own error type); a refused
+    append of valid content also loses what was appended (G1). Anything else
+    is an error the store should not have had (G12).
     """
     for log in logs if logs is not None else (_active_logs.get() or []):
         for op in log.ops:
             if op.error is exc:
-                guarantee = Guarantee.INPUTS if isinstance(exc, (ValueError, TypeError)) \
-                    else Guarantee.ERRORS
-                return GuaranteeViolation(
-                    guarantee, f"{op.call} raised {type(exc).__name__}: {exc} "
-                               "(a valid call on a healthy store must not fail)",
-                    log, user=op.user)
+                return _refusal(exc, op, log)
     return None
+
+
+def _refusal(exc: BaseException, op: Op, log: OpLog) -> GuaranteeViolation:
+    trying = _trying.get()
+    raised = f"{op.call} raised {type(exc).__name__}: {exc}"
+    kind = call_name(op.call)
+    if isinstance(exc, (ValueError, TypeError)) or trying is not None:
+        detail = f"valid input refused: {raised}"
+        if kind == "append_message" and trying in (None, "content"):
+            detail += (f"\n{Guarantee.DURABILITY}: the append of valid content was not "
+                       "accepted")
+        return GuaranteeViolation(Guarantee.INPUTS, detail, log, user=op.user, op=kind)
+    return GuaranteeViolation(
+        Guarantee.ERRORS, f"{raised} (a valid call on a healthy store must not fail)",
+        log, user=op.user, op=kind)
+
+
+class Attempts:
+    """Try every input of a test on its own; report every one that breaks SPEC.md.
+
+    One violation never hides another (SPEC.md): a store that refuses one odd
+    user id must still be caught leaking another. Each ``with attempts(value):``
+    block catches the violation (or store error) its input causes and moves
+    on; ``check()`` then raises one failure that lists every failing input,
+    each with its own operations, headed by the first in input order::
+
+        attempts = Attempts("user id", len(users))
+        for user in users:
+            with attempts(user):
+                await check_user(s, m, user)
+        attempts.check()
+    """
+
+    def __init__(self, what: str, total: int | None = None, *,
+                 name: Callable[[Any], str] | None = None, odd: bool = True) -> None:
+        self.what = what
+        self.total = total
+        self.odd = odd
+        """The inputs are odd but valid (hostile ids, NUL contents): any error a block
+        raises is that input refused (Inputs), not a sick store (G12)."""
+        self.name = name or (lambda value: _short(value, 60))
+        """How an input reads in the report (default: a short repr)."""
+        self.failures: list[tuple[str, GuaranteeViolation]] = []
+
+    def label(self, value: object) -> str:
+        return f"{self.what} {self.name(value)}"
+
+    def failed(self, value: object) -> bool:
+        """Whether ``value`` failed already (later phases leave it out)."""
+        label = self.label(value)
+        return any(known == label for known, _ in self.failures)
+
+    def add(self, label: str, violation: GuaranteeViolation) -> None:
+        self.failures.append((label, violation))
+
+    @contextmanager
+    def __call__(self, value: object, *, label: str | None = None) -> Iterator[None]:
+        """Run the block for ``value``; a violation or store error is recorded, not raised.
+
+        ``label`` replaces "<what> <value>" in the report, for a step that is
+        about all inputs at once (its errors are no one input's refusal).
+        """
+        token = _trying.set(self.what if self.odd and label is None else None)
+        try:
+            yield
+        except GuaranteeViolation as exc:
+            self.add(label or self.label(value), exc)
+        except Exception as exc:
+            violation = store_error(exc)
+            if violation is None:
+                raise
+            self.add(label or self.label(value), violation)
+        finally:
+            _trying.reset(token)
+
+    def violation(self) -> GuaranteeViolation | None:
+        """Every failure as one violation (None if none): the first heads, all are listed."""
+        if not self.failures:
+            return None
+        parts = list(self.failures)
+        first_label, first = parts[0]
+        count = len(parts)
+        among = f" among {self.total} {self.what}s" if self.total is not None else ""
+        detail = f"{first_label}: {first.detail}"
+        if count > 1:
+            listed = ", ".join(f"{label.removeprefix(self.what + ' ')} ({_key(exc.guarantee)})"
+                               for label, exc in parts)
+            detail += (f"\n({count} failures{among}, "
+                       f"each tried on its own and shown below with its own operations: "
+                       f"{listed})")
+        blocks = [first.evidence] if first.evidence else []
+        for label, exc in parts[1:]:
+            block = f"{exc.guarantee}: {label}: {exc.detail}"
+            blocks.append(block + (f"\n\n{exc.evidence}" if exc.evidence else ""))
+        return GuaranteeViolation(first.guarantee, detail, evidence="\n\n".join(blocks),
+                                  op=first.op, parts=parts)
+
+    async def each(self, factory: StoreFactory, values: Iterable[V],
+                   setup: Callable[[LoggedStore], Awaitable[S]],
+                   body: Callable[[LoggedStore, S, V], Awaitable[None]], *,
+                   finish: Callable[[LoggedStore, S], Awaitable[None]] | None = None
+                   ) -> None:
+        """``body(s, state, value)`` for every value, on a store that ``setup`` prepared.
+
+        After a failure the store may be poisoned (an accepted invalid value, a
+        refused one that broke the connection), so the values after it get a
+        fresh store, set up again: each failure is its input's own. ``finish``
+        runs on the last store if its last value passed (a final full check).
+        """
+        todo = list(values)
+        while todo:
+            async with recorded(factory) as s:
+                state = await setup(s)
+                failed = False
+                while todo and not failed:
+                    value = todo.pop(0)
+                    known = len(self.failures)
+                    with self(value):
+                        await body(s, state, value)
+                    failed = len(self.failures) > known
+                if finish is not None and not todo and not failed:
+                    with self(None, label=f"every {self.what} in turn"):
+                        await finish(s, state)
+
+    def check(self) -> None:
+        """Raise every failure so far (see ``violation``)."""
+        __tracebackhide__ = True
+        violation = self.violation()
+        if violation is not None:
+            raise violation
+
+
+def _key(guarantee: Guarantee) -> str:
+    return f"G{guarantee.number}" if guarantee.number else "Inputs"
 
 
 @contextmanager
@@ -216,8 +405,7 @@ def replay_hint(seed: int) -> Iterator[None]:
         yield
     except GuaranteeViolation as exc:
         hint = f"(seed {seed}: replay with --nomnesia-seed {seed})"
-        raise GuaranteeViolation(exc.guarantee, f"{exc.detail} {hint}",
-                                 evidence=exc.evidence) from exc
+        raise exc.again(f"{exc.detail} {hint}") from exc
 
 
 @contextmanager
@@ -232,14 +420,12 @@ def reframed(guarantee: Guarantee, context: str) -> Iterator[None]:
     except GuaranteeViolation as exc:
         if exc.guarantee is guarantee:
             raise
-        raise GuaranteeViolation(guarantee, f"after {context}: {exc.guarantee}: {exc.detail}",
-                                 evidence=exc.evidence) from exc
+        raise exc.again(f"after {context}: {exc.guarantee}: {exc.detail}", guarantee) from exc
     except Exception as exc:
         violation = store_error(exc)
         if violation is None:
             raise
-        raise GuaranteeViolation(guarantee, f"after {context}: {violation.detail}",
-                                 evidence=violation.evidence) from exc
+        raise violation.again(f"after {context}: {violation.detail}", guarantee) from exc
 
 
 # --------------------------------------------------------------------------- stores
@@ -327,14 +513,34 @@ class LoggedStore:
 
 @asynccontextmanager
 async def opened(factory: StoreFactory) -> AsyncIterator[Any]:
-    """Open a fresh store from ``factory``; failing to open is a G12 failure, not a crash."""
+    """Open a fresh store from ``factory``; failing to open is a G12 failure, not a crash.
+
+    Opening and closing are logged like store calls, so a factory whose
+    ``__aenter__`` or ``__aexit__`` hangs is what a timeout names as in flight.
+    """
     try:
         manager = factory()
     except Exception as exc:
         raise GuaranteeViolation(Guarantee.ERRORS, f"the store factory {factory!r} raised "
                                  f"{type(exc).__name__}: {exc}") from exc
-    async with manager as store:
-        yield store
+    log = OpLog()
+    name = _short(factory, 60)
+    opening = log.start(f"opening the store ({name}: the factory's __aenter__)")
+    closing: Op | None = None
+    try:
+        async with manager as store:
+            opening.outcome = "opened"
+            try:
+                yield store
+            finally:
+                closing = log.start(f"closing the store ({name}: the factory's __aexit__)")
+    except BaseException:
+        for op in (opening, closing):
+            if op is not None and op.outcome is None:
+                op.outcome = "ended by an exception"
+        raise
+    if closing is not None:
+        closing.outcome = "closed"
 
 
 @asynccontextmanager

@@ -11,6 +11,7 @@ tests are collected. The suite itself lives in ``nomnesia.suite.test_*``::
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import difflib
 import importlib
@@ -67,6 +68,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "after an interruption), the bound per operation (default 30)")
     group.addoption("--nomnesia-seed", dest="nomnesia_seed", type=int, default=None,
                     metavar="N", help="seed of the randomised tests (default: random, printed)")
+    group.addoption("--nomnesia-anomalies", dest="nomnesia_anomalies", type=_anomalies,
+                    default=3, metavar="N|all",
+                    help="anomalies a concurrency failure prints (default 3; the JSON report "
+                         "keeps them all)")
     group.addoption("--nemesis", dest="nomnesia_nemesis", metavar="KINDS", default=None,
                     help="also run the nemesis on --adapter: crash,pause,kill,net or all "
                          "(docs/nemesis.md)")
@@ -75,6 +80,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     from . import reporting
 
     reporting.add_options(group)  # --nomnesia-json PATH: the per-test, per-guarantee report
+
+
+def _anomalies(text: str) -> int | None:
+    """``--nomnesia-anomalies``: a count >= 1, or ``all`` (None)."""
+    if text.strip().lower() == "all":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number >= 1 or 'all', got {text!r}")
+    return value
 
 
 def resolve_factory(spec: str, rootdir: Path | None = None) -> Callable[..., Any]:
@@ -144,6 +162,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _run.settings.timeout = float(config.getoption("nomnesia_timeout", 120.0))
     _run.settings.op_timeout = float(config.getoption("nomnesia_op_timeout", 30.0))
     _run.settings.seed = int(seed)
+    _run.settings.anomalies = config.getoption("nomnesia_anomalies", 3)
 
 
 _SEED = pytest.StashKey[int]()
@@ -246,6 +265,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     """
     report: Any = yield
     excinfo = call.excinfo
+    if _in_suite(Path(str(item.path))):
+        from . import reporting
+
+        reporting.annotate(report, excinfo)  # its causes, for the summary by cause
     run = sys.modules.get(f"{_PACKAGE}._run")
     if (excinfo is None or run is None or not report.failed
             or not isinstance(excinfo.value, run.GuaranteeViolation)
@@ -259,6 +282,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
             break
     report.longrepr = f"{excinfo.value}{where}"
     return report  # type: ignore[no-any-return]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Failures grouped by cause: twelve red tests from one trimmed user id read as one line."""
+    from . import reporting
+
+    failures = [(r.nodeid, reporting.report_causes(r))
+                for kind in ("failed", "error") for r in terminalreporter.stats.get(kind, ())
+                if getattr(r, "when", "call") in ("setup", "call", "teardown")]
+    failures = [(nodeid, causes) for nodeid, causes in failures if causes]
+    if not failures:
+        return
+    groups = reporting.group_causes(failures)
+    terminalreporter.write_sep("=", "nomnesia: failures by cause")
+    for line in reporting.cause_lines(groups, len({nodeid for nodeid, _ in failures})):
+        terminalreporter.write_line(line)
 
 
 # --------------------------------------------------------------------------- collection

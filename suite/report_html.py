@@ -17,15 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from .contract import Guarantee
-from .reporting import FORMAT, GUARANTEE_KEYS, RAN_OUTCOMES
+from .reporting import FORMAT, GUARANTEE_KEYS, NOT_EXERCISED, RAN_OUTCOMES, verdict_text
 
 __all__ = ["COLORS", "Cell", "Row", "build_matrix", "load_reports", "render_html",
            "render_markdown"]
 
-NOT_EXERCISED = "—"
 MAX_LISTED = 50
-COLORS = {"pass": "#1e8e3e", "fail": "#d93025", "none": "#e8eaed"}
-"""Cell backgrounds; the screenshot test looks for the first two."""
+COLORS = {"pass": "#1e8e3e", "fail": "#d93025", "none": "#e8eaed", "unreached": "#f9ab00"}
+"""Cell backgrounds; the screenshot test looks for the first three."""
 
 _TITLES = {(f"G{g.number}" if g.number else "Inputs"): g.title for g in Guarantee}
 _TITLES["Inputs"] = "validation"
@@ -33,19 +32,28 @@ _TITLES["Inputs"] = "validation"
 
 @dataclass
 class Cell:
+    """One guarantee of one row: never "pass" unless a test that checks it passed."""
+
     tests: int = 0
+    """Tests that ran and exercise it."""
     failed: int = 0
     failures: list[str] = field(default_factory=list)
+    passed: int = 0
+    skipped: int = 0
+    not_reached: int = 0
+    """Tests that exercise it but failed on another guarantee first."""
 
     @property
     def state(self) -> str:
-        return "fail" if self.failed else ("pass" if self.tests else "none")
+        if self.failed:
+            return "fail"
+        if self.passed:
+            return "pass"
+        return "unreached" if self.not_reached else "none"
 
     @property
     def text(self) -> str:
-        if self.failed:
-            return f"FAIL ({self.failed})"
-        return "pass" if self.tests else NOT_EXERCISED
+        return verdict_text(self.failed, self.passed, self.skipped, self.not_reached)
 
 
 @dataclass
@@ -120,16 +128,21 @@ def build_matrix(reports: Iterable[Mapping[str, Any]]) -> list[Row]:
             failed = set(test.get("failed_guarantees", ()))
             if outcome in ("failed", "error"):
                 row.failures.append((str(test["nodeid"]), str(test.get("message", ""))))
-            if outcome not in RAN_OUTCOMES:
-                continue  # a skipped test exercised nothing
             for name in set(test.get("guarantees", ())) | failed:
                 cell = row.cells.get(name)
                 if cell is None:
+                    continue
+                if outcome not in RAN_OUTCOMES:
+                    cell.skipped += 1  # a skipped test exercised nothing, but it is counted
                     continue
                 cell.tests += 1
                 if name in failed:
                     cell.failed += 1
                     cell.failures.append(str(test["nodeid"]))
+                elif outcome in ("failed", "error"):
+                    cell.not_reached += 1
+                else:
+                    cell.passed += 1
     return sorted(rows.values(), key=lambda r: (r.adapter, _version_key(r.python)))
 
 
@@ -144,8 +157,9 @@ def render_markdown(rows: list[Row]) -> str:
     for row in rows:
         cells = [c.text for c in row.cells.values()]
         lines.append("| " + " | ".join([_md(row.label), *cells, row.tests_text]) + " |")
-    legend = ("pass: exercised, no failure · FAIL (n): n tests failed on it · "
-              f"{NOT_EXERCISED}: not exercised")
+    legend = ("pass: exercised, no failure (with the share that ran when some were skipped) "
+              "· FAIL (n): n tests failed on it · not reached: every test "
+              f"of it failed on another guarantee first · {NOT_EXERCISED}: not exercised")
     return "\n".join([*lines, "", legend]) + "\n"
 
 
@@ -170,11 +184,13 @@ table#matrix { border-collapse: collapse; margin-bottom: 12px; }
 #matrix td.pass { background: var(--pass); color: #fff; }
 #matrix td.fail { background: var(--fail); color: #fff; font-weight: 700; }
 #matrix td.none { background: var(--none); color: #5f6368; }
+#matrix td.unreached { background: var(--unreached); color: #202124; }
 #matrix th.adapter small.tests { color: #202124; }
 .legend span { display: inline-block; padding: 2px 8px; margin-right: 8px; border-radius: 3px; }
 .legend .pass { background: var(--pass); color: #fff; }
 .legend .fail { background: var(--fail); color: #fff; }
 .legend .none { background: var(--none); color: #5f6368; }
+.legend .unreached { background: var(--unreached); color: #202124; }
 h2 { font-size: 16px; margin: 24px 0 6px; }
 ul.failures { margin: 0; padding-left: 20px; }
 ul.failures code { background: #f1f3f4; padding: 1px 4px; border-radius: 3px; }
@@ -191,7 +207,9 @@ def render_html(rows: list[Row], *, title: str = "nomnesia conformance matrix",
     for row in rows:
         tds = []
         for key, cell in row.cells.items():
-            tip = f"{key} {_TITLES[key]}: {cell.tests} tests"
+            tip = (f"{key} {_TITLES[key]}: {cell.tests} tests ran ({cell.passed} passed, "
+                   f"{cell.failed} failed on it, {cell.not_reached} stopped earlier on another "
+                   f"guarantee), {cell.skipped} skipped")
             if cell.failures:
                 tip += "; first failure: " + cell.failures[0]
             tds.append(f'<td class="{cell.state}" title="{esc(tip)}">{esc(cell.text)}</td>')
@@ -228,6 +246,7 @@ def render_html(rows: list[Row], *, title: str = "nomnesia conformance matrix",
 </table>
 <p class="legend"><span class="pass">pass</span> exercised, no failure
 <span class="fail">FAIL (n)</span> n tests failed on it
+<span class="unreached">not reached</span> every test of it failed on another guarantee first
 <span class="none">{NOT_EXERCISED}</span> not exercised</p>
 {"".join(failures)}
 </body>

@@ -36,16 +36,25 @@ __all__ = [
     "GUARANTEE_KEYS",
     "JsonReporter",
     "add_options",
+    "annotate",
+    "cause_key",
+    "cause_lines",
     "configure",
     "failed_guarantees",
     "failure_text",
+    "group_causes",
     "guarantee_key",
+    "verdict_text",
 ]
 
 FORMAT = "nomnesia-suite-report/1"
 PLUGIN_NAME = "nomnesia-json-report"
 ANNOTATOR_NAME = "nomnesia-json-annotator"
 PROPERTY = "nomnesia_guarantees"
+CAUSES = "nomnesia_causes"
+"""user_properties key: the causes of a failed test (``annotate``), one per failing input."""
+ANOMALIES = "nomnesia_anomalies"
+"""user_properties key: every anomaly of a concurrency failure, however many were printed."""
 MARK_NAMES = ("guarantee", "guarantees", "nomnesia_guarantee")
 
 _NUMBERED = sorted((g for g in Guarantee if g.number), key=lambda g: g.number)
@@ -205,6 +214,198 @@ def _referenced(function: Callable[..., object], cls: type | None, *, depth: int
     return found
 
 
+# --------------------------------------------------------------------------- causes
+#
+# One root cause (a store that trims user ids) turns a dozen tests red with
+# messages that differ only in the ids and numbers they quote. A cause is the
+# guarantee, the kind of the first wrong operation, and the message with every
+# quoted value, id and number blanked out: the same bug in another test, or
+# for another input, gives the same key.
+
+_CALLS = ("append_message", "get_history", "search", "compact", "forget", "consistent_state",
+          "recover")
+_HISTORY_CALLS = {"append": "append_message", "read": "get_history"}
+_CALL = re.compile(r"\b(" + "|".join(_CALLS) + r")\b")
+# A Python repr of a string, whole or as the suite shortens it ('abc...(300 chars)').
+# An apostrophe inside a word ("user's") opens nothing.
+_QUOTED = re.compile(r"""(?<!\w)'(?:[^'\\\n]|\\.)*?(?:'|\\?\.\.\.\(\d+ chars\))"""
+                     r"""|(?<!\w)"(?:[^"\\\n]|\\.)*?(?:"|\\?\.\.\.\(\d+ chars\))""")
+_BRACKETED = re.compile(r"\[[^\[\]\n]*\]|\{[^{}\n]*\}|<[^<>\n]*>")
+_HEXISH = re.compile(r"\b(?=[0-9a-f-]*\d)[0-9a-f][0-9a-f-]{7,}\b")
+_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?s?\b")
+_HINT = re.compile(r"\s*\((?:seed \d+: replay|replay with)[^)]*\)")
+_CAUSE_WIDTH = 140
+
+
+def normalise(text: str) -> str:
+    """A message's first line with the values blanked: what stays the same across inputs."""
+    line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
+    line = _HINT.sub("", line)
+    line = _QUOTED.sub("…", line)
+    for _ in range(3):  # nested brackets, innermost first
+        line = _BRACKETED.sub(lambda m: m.group(0)[0] + "…" + m.group(0)[-1], line)
+    line = _HEXISH.sub("…", line)
+    line = _NUMBER.sub("N", line)
+    line = re.sub(r"…(?:, …)+(?: \.\.\.)?", "…", line)  # a list of blanked values is one
+    line = re.sub(r"\s+", " ", line).strip(" :")
+    return line if len(line) <= _CAUSE_WIDTH else line[:_CAUSE_WIDTH - 1] + "…"
+
+
+def cause_key(guarantee: str, op: str | None, detail: str) -> str:
+    """``G9 get_history: get_history(…) returned an entry of user …``: stable across inputs.
+
+    ``op`` is the kind of the first wrong operation: the first store method the
+    message names, else the last call before the check failed.
+    """
+    named = _CALL.search(detail.strip().splitlines()[0] if detail.strip() else "")
+    kind = named.group(1) if named else (op or "-")
+    return f"{guarantee} {kind}: {normalise(detail)}"
+
+
+def _cause(guarantee: Guarantee | str, op: str | None, detail: str,
+           label: str | None = None) -> dict[str, Any]:
+    key = guarantee_key(guarantee) or "unlabelled"
+    cause = {"key": cause_key(key, op, detail), "guarantee": key,
+             "message": (detail.strip().splitlines() or [""])[0][:500]}
+    if label:
+        cause["input"] = label
+    return cause
+
+
+def violation_causes(exc: BaseException) -> list[dict[str, Any]]:
+    """The causes of a suite failure: one per failing input, anomaly kind, or the failure."""
+    guarantee = getattr(exc, "guarantee", None)
+    if not isinstance(guarantee, Guarantee):
+        return [_cause(_guarantee_of_text(str(exc)), None, f"{type(exc).__name__}: {exc}")]
+    parts = getattr(exc, "parts", None) or []
+    if parts:
+        return [_cause(v.guarantee, v.op, v.detail, label) for label, v in parts]
+    anomalies = [a for a in getattr(exc, "anomalies", None) or []
+                 if isinstance(getattr(a, "guarantee", None), Guarantee)]
+    if anomalies:  # a concurrency failure: one cause per kind of anomaly in the history
+        return [_anomaly_cause(a) for a in anomalies]
+    return [_cause(guarantee, getattr(exc, "op", None), str(getattr(exc, "detail", exc)))]
+
+
+def _anomaly_cause(anomaly: Any) -> dict[str, Any]:
+    """The checker's own stable kind (``missing``, ``search-miss``...) is the cause: its
+    messages quote history indexes and short ids that no blanking makes equal."""
+    key = guarantee_key(anomaly.guarantee) or "unlabelled"
+    kind = str(getattr(anomaly, "kind", "") or "").split(":", 1)[0]
+    cause = _cause(anomaly.guarantee, _anomaly_op(anomaly), str(anomaly.message))
+    if kind:
+        cause["key"] = f"{key} {_anomaly_op(anomaly) or '-'}: {kind}"
+        cause["kind"] = kind
+    return cause
+
+
+def _anomaly_op(anomaly: Any) -> str | None:
+    ops = getattr(anomaly, "ops", None) or []
+    f = getattr(ops[-1], "f", None) if ops else None
+    return _HISTORY_CALLS.get(str(f), str(f)) if f else None
+
+
+def _guarantee_of_text(text: str) -> str:
+    named = failed_guarantees(text)
+    return named[0] if named else "unlabelled"
+
+
+def annotate(report: pytest.TestReport, excinfo: pytest.ExceptionInfo[BaseException] | None
+             ) -> None:
+    """Attach a failed suite test's causes (and every anomaly) to its report.
+
+    ``user_properties`` travel with the report to an xdist controller, where
+    the terminal summary and the JSON report read them.
+    """
+    if not report.failed or any(key == CAUSES for key, _ in report.user_properties):
+        return
+    if excinfo is not None:
+        causes = violation_causes(excinfo.value)
+        anomalies = [str(a) for a in getattr(excinfo.value, "anomalies", None) or []]
+    else:
+        text = failure_text(report)
+        causes, anomalies = [_cause(_guarantee_of_text(text), None, _first_line(report))], []
+    if report.when != "call":
+        for cause in causes:
+            cause["key"] = f"{cause['key']} (in {report.when})"
+    report.user_properties.append((CAUSES, causes))
+    if anomalies:
+        report.user_properties.append((ANOMALIES, anomalies))
+
+
+def report_causes(report: pytest.TestReport) -> list[dict[str, Any]]:
+    for key, value in report.user_properties:
+        if key == CAUSES and isinstance(value, list):
+            return [c for c in value if isinstance(c, dict)]
+    return []
+
+
+def group_causes(failures: Iterable[tuple[str, Iterable[Mapping[str, Any]]]]
+                 ) -> list[dict[str, Any]]:
+    """Failures (nodeid, causes) grouped by cause, the cause with most tests first."""
+    groups: dict[str, dict[str, Any]] = {}
+    for nodeid, causes in failures:
+        for cause in causes:
+            key = str(cause.get("key", ""))
+            group = groups.setdefault(key, {
+                "cause": key, "guarantee": cause.get("guarantee", "unlabelled"),
+                "example": cause.get("message", ""), "tests": [], "inputs": []})
+            if cause.get("kind"):
+                group["kind"] = cause["kind"]
+            if nodeid not in group["tests"]:
+                group["tests"].append(nodeid)
+            if cause.get("input") and cause["input"] not in group["inputs"]:
+                group["inputs"].append(cause["input"])
+    return sorted(groups.values(), key=lambda g: (-len(g["tests"]), -len(g["inputs"]),
+                                                  _order(g["guarantee"]), g["cause"]))
+
+
+def _order(key: str) -> int:
+    return GUARANTEE_KEYS.index(key) if key in GUARANTEE_KEYS else len(GUARANTEE_KEYS)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def cause_lines(groups: list[dict[str, Any]], failed: int, *, examples: int = 2,
+                most: int = 20) -> list[str]:
+    """The summary by cause: one line when one cause explains every failure.
+
+    At most ``most`` causes, those behind the most tests first; the JSON report has all.
+    """
+    if not groups:
+        return []
+    head = f"{_plural(failed, 'failed test')}, {_plural(len(groups), 'cause')}"
+    if len(groups) == 1 and not groups[0].get("kind"):
+        return [f"{head}: {_cause_text(groups[0])}"]
+    lines = [f"{head}:"]
+    width = len(_plural(max(len(g["tests"]) for g in groups), "test"))
+    for group in groups[:most]:
+        count = _plural(len(group["tests"]), "test").rjust(width)
+        lines.append(f"  {count}  {_cause_text(group)}")
+        shown = [t.rsplit("::", 1)[-1] for t in group["tests"][:examples]]
+        more = len(group["tests"]) - len(shown)
+        lines.append(f"  {'':{width}}  e.g. {', '.join(shown)}"
+                     + (f" and {more} more" if more > 0 else ""))
+        if group.get("kind"):  # a checker's kind says little alone: show one of its messages
+            lines.append(f"  {'':{width}}  {str(group['example'])[:_CAUSE_WIDTH]}")
+    if len(groups) > most:
+        lines.append(f"  ... and {_plural(len(groups) - most, 'more cause')} (every one is in "
+                     "the --nomnesia-json report)")
+    return lines
+
+
+def _cause_text(group: Mapping[str, Any]) -> str:
+    text = str(group["cause"])
+    inputs = list(group.get("inputs") or [])
+    if inputs:
+        listed = ", ".join(inputs[:3]) + (f" (+{len(inputs) - 3} more)" if len(inputs) > 3 else "")
+        text += f" [{listed}]"
+    return text
+
+
+
 class JsonReporter:
     """Collects every test's outcome on the process that owns the session's output."""
 
@@ -230,6 +431,10 @@ class JsonReporter:
         for key, value in report.user_properties:
             if key == PROPERTY and isinstance(value, (list, tuple)):
                 entry["guarantees"] = _ordered([*entry["guarantees"], *map(str, value)])
+            elif key == CAUSES and isinstance(value, list):
+                entry.setdefault("causes", []).extend(value)
+            elif key == ANOMALIES and isinstance(value, list):
+                entry["anomalies"] = [str(a) for a in value]  # all of them, however many shown
         outcome = _outcome(report)
         if outcome is None:
             return
@@ -333,33 +538,75 @@ def build_report(config: pytest.Config, tests: list[dict[str, Any]], *, started:
                  "exitstatus": exitstatus},
         "summary": summary,
         "guarantees": guarantee_verdicts(tests),
+        "causes": group_causes((t["nodeid"], t.get("causes", ())) for t in tests
+                               if t.get("outcome") in ("failed", "error")),
         "tests": tests,
     }
 
 
 def guarantee_verdicts(tests: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per guarantee: tests that exercised it, how many failed on it, the first to fail."""
+    """Per guarantee: tests that exercised it, how many failed on it, the first to fail.
+
+    A guarantee is ``pass`` only if a test that exercises it passed: when
+    every such test failed on another guarantee first (every search crashed
+    the engine, so no G4 check ran), it is ``not reached``; when they were
+    all skipped, ``skipped``. ``passed``, ``skipped`` and ``not_reached``
+    count the tests behind that.
+    """
     verdicts: dict[str, dict[str, Any]] = {
-        key: {"verdict": "not exercised", "tests": 0, "failed": 0, "first_failure": None}
+        key: {"verdict": "not exercised", "tests": 0, "failed": 0, "first_failure": None,
+              "passed": 0, "skipped": 0, "not_reached": 0}
         for key in GUARANTEE_KEYS}
     for test in tests:
-        if test.get("outcome") not in RAN_OUTCOMES:
-            continue  # a skipped test exercised nothing
+        outcome = test.get("outcome")
         failed = set(test.get("failed_guarantees", ()))
-        for key in set(test.get("guarantees", ())) | failed:
+        keys = set(test.get("guarantees", ())) | failed
+        if outcome not in RAN_OUTCOMES:
+            for key in keys & verdicts.keys():
+                verdicts[key]["skipped"] += 1  # a skipped test exercised nothing
+            continue
+        for key in keys:
             cell = verdicts[key]
             cell["tests"] += 1
             if key in failed:
                 cell["failed"] += 1
                 cell["first_failure"] = cell["first_failure"] or test["nodeid"]
-            elif test.get("outcome") in ("failed", "error"):
+            elif outcome in ("failed", "error"):
                 cell["unattributed_failures"] = cell.get("unattributed_failures", 0) + 1
+                cell["not_reached"] += 1
+            else:
+                cell["passed"] += 1
     for cell in verdicts.values():
         if cell["failed"]:
             cell["verdict"] = "fail"
-        elif cell["tests"]:
+        elif cell["passed"]:
             cell["verdict"] = "pass"
+        elif cell["not_reached"]:
+            cell["verdict"] = "not reached"
+        elif cell["skipped"]:
+            cell["verdict"] = "skipped"
     return verdicts
+
+
+def verdict_text(failed: int, passed: int, skipped: int, not_reached: int) -> str:
+    """A matrix cell: ``FAIL (2)``, ``pass``, ``pass (6 of 59, 53 skipped)``, ``not reached``.
+
+    A plain ``pass`` means a test that exercises the guarantee passed and none
+    was skipped; skips are counted, and a guarantee that no test got to check
+    (all failed on another guarantee first, or all skipped) never reads as a pass.
+    """
+    if failed:
+        return f"FAIL ({failed})"
+    if not passed:
+        if not_reached:
+            return "not reached" + (f" ({not_reached})" if not_reached > 1 else "")
+        return f"skipped ({skipped})" if skipped else NOT_EXERCISED
+    # A test that failed on another guarantee may well have checked this one first,
+    # so beside a passing test it does not qualify the pass; a skipped test checked nothing.
+    return f"pass ({passed} of {passed + skipped}, {skipped} skipped)" if skipped else "pass"
+
+
+NOT_EXERCISED = "—"
 
 
 # Worker side: annotate every report with the guarantees its test exercises.

@@ -42,7 +42,9 @@ async def _judge(store: StoreFactory, rounds: int, **workload: Any) -> list[Outc
     outcomes = await run_rounds(store, Workload(seed=seed, **workload), resolve_rounds(rounds))
     last = outcomes[-1]
     if not last and last.guarantee is not None:
-        raise GuaranteeViolation(last.guarantee, last.detail() + _saved(last))
+        # The message shows --nomnesia-anomalies of them; the report keeps them all.
+        raise GuaranteeViolation(last.guarantee, last.detail(settings.anomalies) + _saved(last),
+                                 anomalies=last.anomalies)
     return outcomes
 
 

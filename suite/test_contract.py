@@ -15,7 +15,16 @@ from typing import Any
 import pytest
 
 from ._checks import Model, check_user, search_finds, snapshot
-from ._run import LoggedStore, StoreFactory, StoreTests, expect, recorded, settings, suite_test
+from ._run import (
+    Attempts,
+    LoggedStore,
+    StoreFactory,
+    StoreTests,
+    expect,
+    recorded,
+    settings,
+    suite_test,
+)
 from .contract import SUMMARY_ROLE, Guarantee
 
 G1, G2, G3, G4, G5 = (Guarantee.DURABILITY, Guarantee.EXACTLY_ONCE, Guarantee.READ_YOUR_WRITES,
@@ -101,13 +110,19 @@ class TestContract(StoreTests):
         async with recorded(store) as s:
             m = Model()
             ids = await _fill(s, m, "ann", 13)
-            for limit in (1, 2, 5, 12, 13, 14, 100):
-                got = [e.id for e in await s.get_history("ann", limit)]
-                expect(got == ids[-limit:], G3,
-                       f"get_history(limit={limit}) returned {len(got)} ids that are not the "
-                       f"newest {limit} in ascending order", s.log)
-            got = [e.id for e in await s.get_history("ann")]
-            expect(got == ids[-10:], G3, "get_history without limit is not the newest 10", s.log)
+            limits = (1, 2, 5, 12, 13, 14, 100)
+            attempts = Attempts("limit", len(limits) + 1, odd=False)
+            for limit in limits:
+                with attempts(limit):
+                    got = [e.id for e in await s.get_history("ann", limit)]
+                    expect(got == ids[-limit:], G3,
+                           f"get_history(limit={limit}) returned {len(got)} ids that are not "
+                           f"the newest {limit} in ascending order", s.log)
+            with attempts(None, label="the default limit"):
+                got = [e.id for e in await s.get_history("ann")]
+                expect(got == ids[-10:], G3, "get_history without limit is not the newest 10",
+                       s.log)
+            attempts.check()
             await check_user(s, m, "ann")
 
     @suite_test
@@ -145,12 +160,16 @@ class TestContract(StoreTests):
             for c in contents:
                 await m.append(s, "ann", c)
             live = {e.id: e for e in await s.get_history("ann", 100)}
+            attempts = Attempts("content", len(contents), odd=False)
             for c in contents:
-                for k in (1, 5):
-                    hits = await search_finds(s, "ann", c, k)
-                    expect(len(hits) <= k, G4, f"search with k={k} returned {len(hits)}", s.log)
-                    expect(all(h.id in live for h in hits), G4,
-                           "search returned an entry that is not live", s.log)
+                with attempts(c):
+                    for k in (1, 5):
+                        hits = await search_finds(s, "ann", c, k)
+                        expect(len(hits) <= k, G4, f"search with k={k} returned {len(hits)}",
+                               s.log)
+                        expect(all(h.id in live for h in hits), G4,
+                               "search returned an entry that is not live", s.log)
+            attempts.check()
             await check_user(s, m, "ann", searches=0)
 
     @suite_test
@@ -164,13 +183,19 @@ class TestContract(StoreTests):
             m = Model()
             await _fill(s, m, "ann", 9)
             await _fill(s, m, "bob", 3)
-            for k in (1, 2, 3, 8, 9, 50):
-                hits = await s.search("ann", "message number", k)
-                expect(len(hits) <= k, G4, f"search(k={k}) returned {len(hits)} entries", s.log)
-                expect(all(h.user_id == "ann" for h in hits), G9,
-                       "search for ann returned bob's entries", s.log)
-            hits = await s.search("ann", "message number")
-            expect(len(hits) <= 5, G4, f"search without k returned {len(hits)} > 5", s.log)
+            ks = (1, 2, 3, 8, 9, 50)
+            attempts = Attempts("k", len(ks) + 1, odd=False)
+            for k in ks:
+                with attempts(k):
+                    hits = await s.search("ann", "message number", k)
+                    expect(len(hits) <= k, G4, f"search(k={k}) returned {len(hits)} entries",
+                           s.log)
+                    expect(all(h.user_id == "ann" for h in hits), G9,
+                           "search for ann returned bob's entries", s.log)
+            with attempts(None, label="the default k"):
+                hits = await s.search("ann", "message number")
+                expect(len(hits) <= 5, G4, f"search without k returned {len(hits)} > 5", s.log)
+            attempts.check()
             await check_user(s, m, "ann", searches=0)
 
     @suite_test
@@ -238,23 +263,34 @@ class TestContract(StoreTests):
         returning it; raise ValueError (not a backend error) on a mismatch, and
         write nothing.
         """
-        async with recorded(store) as s:
+        async def setup(s: LoggedStore) -> tuple[Model, list[Any]]:
             m = Model()
             await m.append(s, "ann", "pay rent", message_id="req-1")
             await _fill(s, m, "ann", 2)
-            before = snapshot(await s.get_history("ann", 100))
-            for role, content in (("user", "pay RENT"), ("assistant", "pay rent"),
-                                  ("user", "pay rent "), ("user", "")):
-                try:
-                    await s.append_message("ann", role, content, message_id="req-1")
-                except ValueError:
-                    pass
-                else:
-                    expect(False, G6, f"a retry of 'req-1' with {(role, content)!r} did not "
-                                      "raise ValueError", s.log)
-                expect(snapshot(await s.get_history("ann", 100)) == before, G6,
-                       "a conflicting retry changed the history", s.log)
-            await check_user(s, m, "ann")
+            return m, snapshot(await s.get_history("ann", 100))
+
+        async def conflict(s: LoggedStore, state: tuple[Model, list[Any]],
+                           variant: tuple[str, str]) -> None:
+            role, content = variant
+            try:
+                await s.append_message("ann", role, content, message_id="req-1")
+            except ValueError:
+                pass
+            else:
+                expect(False, G6, f"a retry of 'req-1' with {(role, content)!r} did not "
+                                  "raise ValueError", s.log)
+            expect(snapshot(await s.get_history("ann", 100)) == state[1], G6,
+                   "a conflicting retry changed the history", s.log)
+
+        async def finish(s: LoggedStore, state: tuple[Model, list[Any]]) -> None:
+            await check_user(s, state[0], "ann")
+
+        variants = [("user", "pay RENT"), ("assistant", "pay rent"), ("user", "pay rent "),
+                    ("user", "")]
+        # Each conflicting retry on its own; one that slipped through poisons the history.
+        attempts = Attempts("conflicting retry", len(variants), odd=False)
+        await attempts.each(store, variants, setup, conflict, finish=finish)
+        attempts.check()
 
     @suite_test
     async def test_message_ids_are_unique(self, store: StoreFactory) -> None:
@@ -434,15 +470,20 @@ class TestContract(StoreTests):
             for u in users:
                 await _fill(s, m, u, s.keep_last + 1, tag="shared words")
             await s.compact("ann")
+            attempts = Attempts("user", len(users), odd=False)
             for u in users:
-                await check_user(s, m, u)
-                for h in await s.search(u, f"shared words {u} message number 1", 10):
-                    expect(h.user_id == u, G9, f"search for {u!r} returned {h.user_id!r}'s "
-                                               "entry", s.log)
+                with attempts(u):
+                    await check_user(s, m, u)
+                    for h in await s.search(u, f"shared words {u} message number 1", 10):
+                        expect(h.user_id == u, G9, f"search for {u!r} returned "
+                                                   f"{h.user_id!r}'s entry", s.log)
+            attempts.check()
             await s.forget("anna")
             m.forgot("anna")
             for u in users:
-                await check_user(s, m, u)
+                with attempts(u, label=f"user {u!r} after forget('anna')"):
+                    await check_user(s, m, u)
+            attempts.check()
 
     @suite_test
     async def test_consistent_and_recoverable_when_quiescent(self, store: StoreFactory) -> None:

@@ -26,6 +26,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ._run import LoggedStore
 from .checker import Anomaly, check
 from .contract import Guarantee
 from .history import History, Rec
@@ -105,17 +106,21 @@ class Outcome:
                 done[key] = done.get(key, 0) + 1
         return dict(sorted(done.items()))
 
-    def detail(self, first: int = 3) -> str:
+    def detail(self, first: int | None = 3) -> str:
         """The failure message without the leading guarantee (``GuaranteeViolation`` adds it)."""
         text = self.report(first)
         head = f"{self.guarantee}: "
         return text[len(head):] if text.startswith(head) else text
 
-    def report(self, first: int = 3) -> str:
-        """The failure message: first anomalies (each minimal), counts, and the replay line."""
-        lines = [str(a) for a in self.anomalies[:first]]
-        if len(self.anomalies) > first:
-            lines.append(f"... and {len(self.anomalies) - first} more anomalies")
+    def report(self, first: int | None = 3) -> str:
+        """The failure message: the first anomalies (each minimal; ``None``: all of them),
+        counts, and the replay line."""
+        shown = self.anomalies if first is None else self.anomalies[:first]
+        lines = [str(a) for a in shown]
+        if len(self.anomalies) > len(shown):
+            lines.append(f"... and {len(self.anomalies) - len(shown)} more anomalies "
+                         "(--nomnesia-anomalies N or all shows more; the JSON report keeps "
+                         "them all)")
         calls = ", ".join(f"{k} {v}" for k, v in self.counts().items())
         lines.append(f"history: {len(self.history)} ops ({calls}); keep_last={self.keep_last}, "
                      f"search_staleness={self.search_staleness:g}")
@@ -311,7 +316,14 @@ async def _search_until_found(client: _Client, user: str, query: str, entry_id: 
 
 
 async def run(store: Any, workload: Workload) -> Outcome:
-    """Run one round against an open, empty store and judge it."""
+    """Run one round against an open, empty store and judge it.
+
+    Every call goes through a ``LoggedStore`` too: the history is what the
+    checker judges, the op log is what a timeout reads to name the calls that
+    were in flight (a hung ``compact()`` among hundreds of finished calls).
+    """
+    if not isinstance(store, LoggedStore):
+        store = LoggedStore(store)
     history = History()
     slots = itertools.count()
     started = time.monotonic()

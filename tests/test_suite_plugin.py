@@ -204,6 +204,34 @@ def test_a_hanging_store_fails_with_g12(pytester: pytest.Pytester) -> None:
                                  "append_message('ann', 'user', 'hello there')*"])
 
 
+def test_a_timeout_names_a_hanging_open_or_close() -> None:
+    """Opening and closing a store are calls too: a hang there is named, not "no operation"."""
+    import asyncio
+    import contextlib
+
+    from nomnesia.suite._run import GuaranteeViolation, recorded, run_async
+
+    @contextlib.asynccontextmanager
+    async def hangs_on(where: str):  # type: ignore[no-untyped-def]
+        from nomnesia.adapters.memory import InMemoryStore
+
+        if where == "open":
+            await asyncio.Event().wait()
+        async with InMemoryStore() as store:
+            yield store
+        if where == "close":
+            await asyncio.Event().wait()
+
+    for where, call in (("open", "opening the store"), ("close", "closing the store")):
+        async def body(where: str = where) -> None:
+            async with recorded(lambda: hangs_on(where)) as s:
+                await s.get_history("ann")
+
+        with pytest.raises(GuaranteeViolation) as info:
+            run_async(body(), timeout=0.5, what="test_x")
+        assert f"did not finish within 0.5s: in flight: {call} (" in str(info.value)
+
+
 def test_failpoint_tests_skip_with_a_reason(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--pyargs", "nomnesia.suite", "--store", MEMORY, "-rs",
                                 "-k", "failpoints and append and raise", *QUIET)

@@ -14,6 +14,7 @@ import asyncio
 import itertools
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -404,3 +405,26 @@ def test_the_workload_exercises_every_call() -> None:
     counts = _run(lambda: Wrapper(seed=3), 3, ops=600).counts()
     for key in ("append:ok", "append:fail", "read:ok", "search:ok", "compact:ok", "forget:ok"):
         assert counts.get(key, 0) > 0, counts
+
+
+class HangingCompact(InMemoryStore):
+    """compact() never returns: the concurrency test must time out naming it."""
+
+    async def compact(self, user_id: str) -> Entry | None:
+        await asyncio.Event().wait()
+        return None
+
+
+def test_a_timeout_names_the_workload_call_in_flight() -> None:
+    from nomnesia.suite._run import run_async
+
+    with pytest.raises(GuaranteeViolation) as info:
+        run_async(run_rounds(HangingCompact, Workload(seed=5, ops=200), 1), timeout=1.0,
+                  what="test_concurrent_compactions")
+    text = str(info.value)
+    assert text.startswith("G12 errors: test_concurrent_compactions did not finish within 1s: "
+                           "in flight: compact("), text[:300]
+    assert "no store operation was in flight" not in text
+    # The evidence is the workload's own log, down to the hung calls (cancelled by the timeout).
+    evidence = text.split("operations, oldest first:", 1)[1]
+    assert re.search(r"^ +\d+\. compact\(.*\) -> cancelled$", evidence, re.M), evidence
