@@ -71,7 +71,9 @@ import itertools
 import json
 import os
 import random
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import tracemalloc
@@ -377,7 +379,7 @@ class RssSampler:
     def sample(self) -> None:
         for r in engine_rss(self.provider):
             name = self.STORE if r["engine"].startswith("bench process") else r["engine"]
-            row = self.rows.setdefault(name, {"peak_mib": 0.0})
+            row = self.rows.setdefault(name, {"peak_mib": 0.0, "start_mib": r["rss_mib"]})
             row["peak_mib"] = max(row["peak_mib"], r["rss_mib"])
             row["end_mib"] = r["rss_mib"]
             row["processes"] = r["processes"]
@@ -399,7 +401,8 @@ class RssSampler:
 
     def table(self) -> list[dict[str, Any]]:
         return [{"engine": name, "processes": r["processes"],
-                 "peak_mib": round(r["peak_mib"], 1), "end_mib": round(r["end_mib"], 1)}
+                 "start_mib": round(r["start_mib"], 1), "peak_mib": round(r["peak_mib"], 1),
+                 "end_mib": round(r["end_mib"], 1)}
                 for name, r in self.rows.items()]
 
 
@@ -480,18 +483,51 @@ async def bench_stack(name: str, cfg: LoadConfig) -> dict[str, Any]:
     return row
 
 
-async def run_stacks(names: list[str], cfg: LoadConfig) -> dict[str, Any]:
-    """The load section of a report: the workload, then one row per stack."""
+def _config_json(cfg: LoadConfig) -> dict[str, Any]:
+    return {**asdict(cfg), "mix": asdict(cfg.mix)}
+
+
+def _config_of(data: dict[str, Any]) -> LoadConfig:
+    return LoadConfig(**{**data, "mix": Mix(**data["mix"])})
+
+
+async def run_stacks(names: list[str], cfg: LoadConfig,
+                     timeout: float = 1800.0) -> dict[str, Any]:
+    """The load section of a report: the workload, then one row per stack.
+
+    Each stack runs in a fresh interpreter (this file with ``--row``): the store
+    process's RSS is then that stack's alone, not the heap that earlier stacks left
+    behind, and a stack that crashes or hangs costs its own row only.
+    """
     rows: dict[str, Any] = {}
     for name in names:
         if name != FRAGILE and name not in ADAPTERS:
             rows[name] = {"skipped": f"unknown stack; known: {', '.join(stack_names())}"}
-            continue
-        rows[name] = await bench_stack(name, cfg)
+        else:
+            rows[name] = await asyncio.to_thread(_row_in_subprocess, name, cfg, timeout)
         print(f"load {name}: {_brief(rows[name])}", file=sys.stderr, flush=True)
-    return {"config": {**asdict(cfg), "mix": asdict(cfg.mix)},
+    return {"config": _config_json(cfg),
             "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": f"{os.cpu_count()} cores, shared with other jobs", "stacks": rows}
+
+
+def _row_in_subprocess(name: str, cfg: LoadConfig, timeout: float) -> dict[str, Any]:
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="nomnesia-load-") as tmp:
+        out = Path(tmp) / "row.json"
+        try:  # stderr inherited: the child's progress and errors show as they happen
+            proc = subprocess.run(
+                [sys.executable, str(Path(__file__).resolve()), "--row", name, "--config",
+                 json.dumps(_config_json(cfg)), "--row-out", str(out)],
+                stdout=subprocess.DEVNULL, timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            return {"skipped": f"timed out after {timeout:g} s",
+                    "wall_s": time.perf_counter() - started}
+        if proc.returncode != 0 or not out.exists():
+            return {"skipped": f"bench process exited with {proc.returncode}",
+                    "wall_s": time.perf_counter() - started}
+        row: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return row
 
 
 def _brief(row: dict[str, Any]) -> str:
@@ -547,16 +583,18 @@ def markdown(load: dict[str, Any]) -> str:
             rows.append([name] + [f"{_ms(r['ops'][f])} ({r['ops'][f]['per_s']:,.0f}/s)"
                                   for f in OPS])
     parts.append(_table(["stack", *OPS], rows))
-    parts.append("\n### RSS under load, MiB (peak / end), per engine and for the store process\n\n"
-                 "Each stack on engines of its own; sampled from the store's opening to its "
-                 "closing. The store process is the bench itself (client, in-process indexes, "
-                 "the recorded history).\n")
+    parts.append("\n### RSS under load, MiB, per engine and for the store process\n\n"
+                 "Each stack in a fresh bench process on engines of its own; sampled from the "
+                 "store's opening (start) to its closing (end). The store process is that "
+                 "bench process (client, in-process indexes, the recorded history); an engine's "
+                 "RSS sums its process tree, so PostgreSQL's shared buffers count once per "
+                 "backend.\n")
     rows = []
     for name, r in load["stacks"].items():
         for e in r.get("rss", []):
             rows.append([name, e["engine"], str(e["processes"]),
-                         f"{e['peak_mib']:,.1f} / {e['end_mib']:,.1f}"])
-    parts.append(_table(["stack", "engine", "processes", "RSS MiB peak / end"], rows))
+                         f"{e['start_mib']:,.1f} / {e['peak_mib']:,.1f} / {e['end_mib']:,.1f}"])
+    parts.append(_table(["stack", "engine", "processes", "RSS MiB start / peak / end"], rows))
     parts.append("\n### Peak memory of one call in the store process, MiB (max / p50)\n\n"
                  "tracemalloc, one call at a time after the storm, at the largest sizes "
                  "(65,536 code point contents and query); engines' memory is in the RSS above.\n")
@@ -622,12 +660,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write DIR/load.json and DIR/load.md here")
     parser.add_argument("--stacks", default="",
                         help=f"comma-separated; default: {FRAGILE} and every registry stack")
+    parser.add_argument("--stack-timeout", type=float, default=1800.0,
+                        help="seconds one stack may take before its row says so")
     add_arguments(parser)
+    # One stack's row in this (fresh) process, for run_stacks: not for use by hand.
+    parser.add_argument("--row", help=argparse.SUPPRESS)
+    parser.add_argument("--config", help=argparse.SUPPRESS)
+    parser.add_argument("--row-out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.row:
+        row = asyncio.run(bench_stack(args.row, _config_of(json.loads(args.config))))
+        args.row_out.write_text(json.dumps(row), encoding="utf-8")
+        return 0
     cfg = config_from(args)
     print(f"seed {cfg.seed} (replay with --seed {cfg.seed})", flush=True)
     names = stack_names([s for s in args.stacks.split(",") if s])
-    load = asyncio.run(run_stacks(names, cfg))
+    load = asyncio.run(run_stacks(names, cfg, args.stack_timeout))
     load["command"] = "python bench/bench_load.py " + " ".join(argv or sys.argv[1:])
     text = markdown(load)
     if args.out is not None:
