@@ -2,6 +2,7 @@
 
     python bench/report.py --out DIR [--stacks a,b] [--n 200] [--users 8]
                            [--checker-ops 20000] [--suite | --junit DIR]
+                           [--no-load | --load-stacks a,b --load-ops N --load-seed N ...]
 
 Writes DIR/report.json, DIR/report.md and DIR/*.png. Per stack: latency of
 append / get_history / search / compact (p50, p99), append throughput with 1
@@ -9,8 +10,12 @@ and ``--users`` concurrent users, the raw engine writes an append is made of
 and the overhead ratio (bench_tiered.py measures all of that), the time from an
 append's acknowledgement until search finds it, and the RSS of every engine
 process. Also the history checker's throughput and, with ``--suite`` (slow) or
-``--junit``, the conformance suite's wall time per adapter. A stack that cannot
-run here still gets a row, with the reason, so a missing engine is visible.
+``--junit``, the conformance suite's wall time per adapter. Then the load
+benchmark (bench_load.py: 10,000 users, concurrency 32, contents up to 65,536
+code points) on the seed's FragileMemoryStore and every stack, with anomalies
+per 1,000 operations, RSS per engine and per call type; its options are
+bench_load.py's with a ``--load-`` prefix, ``--no-load`` skips it. A stack that
+cannot run here still gets a row, with the reason, so a missing engine is visible.
 """
 
 from __future__ import annotations
@@ -255,6 +260,10 @@ def markdown(report: dict[str, Any]) -> str:
                              for name, s in suite.items()]))
     else:
         parts.append("\n(suite wall time not measured: pass `--suite` or `--junit DIR`)")
+    if report.get("load"):
+        import bench_load
+
+        parts.append("\n" + bench_load.markdown(report["load"]))
     return "\n".join(parts) + "\n"
 
 
@@ -323,6 +332,12 @@ def main(argv: list[str] | None = None) -> int:
                        help="run the conformance suite per adapter and time it (slow)")
     suite.add_argument("--junit", type=Path, help="read suite timings from junit XML here")
     parser.add_argument("--suite-timeout", type=float, default=1800.0)
+    parser.add_argument("--no-load", action="store_true", help="skip the load benchmark")
+    parser.add_argument("--load-stacks", default="",
+                        help="comma-separated; default: fragile (the seed's store) and --stacks")
+    import bench_load  # here: it imports this module's helpers
+
+    bench_load.add_arguments(parser, prefix="load-")
     args = parser.parse_args(argv)
     out: Path = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -342,6 +357,13 @@ def main(argv: list[str] | None = None) -> int:
         report["suite"] = run_suite(names, out, args.suite_timeout)
     elif args.junit is not None:
         report["suite"] = read_junit(args.junit)
+    if not args.no_load:
+        cfg = bench_load.config_from(args, prefix="load-")
+        print(f"load: seed {cfg.seed} (replay with --load-seed {cfg.seed})", file=sys.stderr,
+              flush=True)
+        load_names = ([s for s in args.load_stacks.split(",") if s]
+                      or [bench_load.FRAGILE, *names])
+        report["load"] = asyncio.run(bench_load.run_stacks(load_names, cfg))
     report["meta"]["wall_s"] = time.perf_counter() - started
 
     (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -14,7 +14,8 @@ def test_report_writes_json_markdown_and_plots(tmp_path: Path) -> None:
     # A subprocess: the driver owns its event loop and its engines, and must stop them itself.
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "report.py"), "--out", str(tmp_path),
-         "--stacks", "memory,pgvector", "--n", "10", "--users", "2", "--checker-ops", "500"],
+         "--stacks", "memory,pgvector", "--n", "10", "--users", "2", "--checker-ops", "500",
+         "--no-load"],  # tests/test_bench_load.py covers the load table
         capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
