@@ -363,44 +363,78 @@ class TieredMemoryStore:
             return await self._compact(user_id, guard)
 
     async def _compact(self, user_id: str, guard: _Guard) -> Entry | None:
-        for _ in range(_COMPACT_ATTEMPTS):
-            live = await self._call(self.archive.name, self.archive.live(user_id))
-            if len(live) <= self.keep_last:
+        """Summarise outside the user's lock (summaries can be slow), commit under it.
+
+        A commit whose prefix moved meanwhile (an append, another compaction)
+        retries; after ``_COMPACT_ATTEMPTS`` lost races the last attempt
+        summarises *under* the lock, which cannot lose. Giving up instead raised
+        "postgres unavailable" with PostgreSQL up, under 16 compactors on one user.
+        """
+        for _ in range(_COMPACT_ATTEMPTS - 1):
+            plan = await self._plan_compaction(user_id)
+            if plan is None:
                 return None
-            prefix = live[: len(live) - self.keep_last]
-            content = await self._summarizer.summarize(user_id, prefix)
-            covers: list[str] = []
-            for entry in prefix:
-                covers.extend(entry.covers if entry.role == SUMMARY_ROLE else (entry.id,))
-            summary = Entry(f"summary-{uuid.uuid4().hex}", user_id, prefix[-1].seq,
-                            SUMMARY_ROLE, content, tuple(covers))
-            vector = await self._vectors([summary])
-            removed = [e.id for e in prefix]
             await failpoint("tiered.compact.after_summarize")
             async with self._writing(user_id, guard) as left_behind:
-                if guard.dirty or left_behind:
-                    await self._resync(user_id, guard)
-                guard.dirty = True
-                try:
-                    outbox = await self._call(
-                        self.archive.name, self.archive.commit_compaction(user_id, prefix, summary))
-                except StalePrefix:
-                    guard.dirty = False
-                    continue  # another compaction or a forget moved the prefix: recompute
-                await failpoint("tiered.compact.after_archive")
-                await self._call(self.log.name, self.log.put([summary]))
-                await failpoint("tiered.compact.after_log_put")
-                await self._call(self.log.name, self.log.remove(user_id, removed))
-                await failpoint("tiered.compact.after_log")
-                await self._call(self.index.name, self.index.upsert([summary], vector))
-                await failpoint("tiered.compact.after_index_upsert")
-                await self._call(self.index.name, self.index.delete(user_id, removed))
-                await failpoint("tiered.compact.after_index")
-                await self._call(self.archive.name, self.archive.clear([outbox], lazy=True))
-                guard.dirty = False
-                return summary
-        raise BackendUnavailable(self.archive.name,
-                                 f"compaction of {user_id!r} kept racing other writers")
+                done = await self._commit_compaction(user_id, guard, plan, left_behind)
+            if done is not None:
+                return done
+        async with self._writing(user_id, guard) as left_behind:
+            if guard.dirty or left_behind:
+                await self._resync(user_id, guard)
+            plan = await self._plan_compaction(user_id)
+            if plan is None:
+                return None
+            await failpoint("tiered.compact.after_summarize")
+            done = await self._commit_compaction(user_id, guard, plan, False)
+        if done is None:  # only a writer that ignores our lock can get here
+            raise BackendUnavailable(self.archive.name,
+                                     f"compaction of {user_id!r}: the prefix moved under the "
+                                     "user's write lock")
+        return done
+
+    async def _plan_compaction(
+            self, user_id: str) -> tuple[list[Entry], Entry, list[list[float]]] | None:
+        """The prefix to compact, its summary and the summary's vector; None if too short."""
+        live = await self._call(self.archive.name, self.archive.live(user_id))
+        if len(live) <= self.keep_last:
+            return None
+        prefix = live[: len(live) - self.keep_last]
+        content = await self._summarizer.summarize(user_id, prefix)
+        covers: list[str] = []
+        for entry in prefix:
+            covers.extend(entry.covers if entry.role == SUMMARY_ROLE else (entry.id,))
+        summary = Entry(f"summary-{uuid.uuid4().hex}", user_id, prefix[-1].seq,
+                        SUMMARY_ROLE, content, tuple(covers))
+        return prefix, summary, await self._vectors([summary])
+
+    async def _commit_compaction(self, user_id: str, guard: _Guard,
+                                 plan: tuple[list[Entry], Entry, list[list[float]]],
+                                 left_behind: bool) -> Entry | None:
+        """Inside the write section: archive first, then log and index. None if stale."""
+        prefix, summary, vector = plan
+        removed = [e.id for e in prefix]
+        if guard.dirty or left_behind:
+            await self._resync(user_id, guard)
+        guard.dirty = True
+        try:
+            outbox = await self._call(
+                self.archive.name, self.archive.commit_compaction(user_id, prefix, summary))
+        except StalePrefix:
+            guard.dirty = False
+            return None  # another compaction or a forget moved the prefix: recompute
+        await failpoint("tiered.compact.after_archive")
+        await self._call(self.log.name, self.log.put([summary]))
+        await failpoint("tiered.compact.after_log_put")
+        await self._call(self.log.name, self.log.remove(user_id, removed))
+        await failpoint("tiered.compact.after_log")
+        await self._call(self.index.name, self.index.upsert([summary], vector))
+        await failpoint("tiered.compact.after_index_upsert")
+        await self._call(self.index.name, self.index.delete(user_id, removed))
+        await failpoint("tiered.compact.after_index")
+        await self._call(self.archive.name, self.archive.clear([outbox], lazy=True))
+        guard.dirty = False
+        return summary
 
     async def forget(self, user_id: str) -> None:
         validate_user_id(user_id)
