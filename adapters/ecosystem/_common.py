@@ -80,10 +80,15 @@ def embedder() -> HashingEmbedder:
 
 
 def covers_of(prefix: Sequence[EntryLike]) -> tuple[str, ...]:
-    """Message ids a summary of ``prefix`` replaces (through earlier summaries, never their ids)."""
-    covers: list[str] = []
+    """Message ids a summary of ``prefix`` replaces (through earlier summaries, never their ids).
+
+    Each id once: where a library lets two compactions both win, the next
+    prefix holds two summaries over the same messages, and concatenating their
+    covers would double the list at every round (gigabytes within a minute).
+    """
+    covers: dict[str, None] = {}
     for entry in prefix:
-        covers.extend(entry.covers if entry.role == SUMMARY_ROLE else (entry.id,))
+        covers.update(dict.fromkeys(entry.covers if entry.role == SUMMARY_ROLE else (entry.id,)))
     return tuple(covers)
 
 
