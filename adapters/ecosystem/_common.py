@@ -17,7 +17,8 @@ Validation: the adapters check only the contract's own vocabulary (``role``,
 ``message_id``, ``limit``, ``k``, the query's type) with
 :mod:`nomnesia.suite.validation`, as a team would; ``user_id`` and ``content``
 go to the library exactly as given, because how the library treats them is
-what the audit measures.
+what the audit measures. The one exception is ``consistent_state``, which is
+the adapter's own (no library has it): it validates the user id itself.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -35,6 +37,7 @@ from nomnesia.suite.validation import (
     validate_message_id,
     validate_query,
     validate_role,
+    validate_user_id,
 )
 
 from ..text import ConcatSummarizer, HashingEmbedder
@@ -48,6 +51,7 @@ __all__ = [
     "embedder",
     "next_seq",
     "summarize",
+    "vector_id",
 ]
 
 ALL = 10_000
@@ -64,6 +68,14 @@ def next_seq() -> int:
     """A strictly increasing sequence number for this process (microseconds at start)."""
     with _seq_lock:
         return next(_seq)
+
+
+_VECTOR_IDS = uuid.UUID("0b7e1c0e-8f0a-4a43-9d55-3f1c2b9e6a10")
+
+
+def vector_id(user_id: str, entry_id: str) -> str:
+    """A vector store's id for one user's entry: message ids are unique per user only."""
+    return str(uuid.uuid5(_VECTOR_IDS, f"{user_id}\x00{entry_id}"))
 
 
 def clamp(name: str, value: int) -> int:
@@ -129,7 +141,8 @@ class AuditStore:
         self.keep_last = validate_limit("keep_last", keep_last)
 
     async def consistent_state(self, user_id: str) -> ConsistencyReport:
-        return ConsistencyReport.of(user_id, (), self.backends)
+        """Validates the id: this method is the adapter's own, no library call would."""
+        return ConsistencyReport.of(validate_user_id(user_id), (), self.backends)
 
     async def recover(self) -> None:
         return None

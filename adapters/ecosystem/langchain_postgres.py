@@ -18,8 +18,9 @@ The adapter's mapping (not the library's): the session id is
 ``covers`` ride in the message (``id`` and ``additional_kwargs``); role
 ``user``/``assistant``/``system``/``tool`` map to Human/AI/System/Tool
 messages, a summary is a ``SystemMessage`` marked ``summary``; an idempotent
-retry scans the session's messages; ``compact`` rewrites the session with
-``aclear()`` + ``aadd_messages(summary, kept)`` (the only rewrite the library
+retry scans the session's messages; a row's id in the vector table is
+``uuid5(user_id, entry id)``, since message ids are unique per user only;
+``compact`` rewrites the session with ``aclear()`` + ``aadd_messages(summary, kept)`` (the only rewrite the library
 has) and then updates the vector table; ``consistent_state`` compares the ids
 of the session with the ids of the user's rows in the vector table. Every
 store gets its own two tables in one shared database.
@@ -54,6 +55,7 @@ from ._common import (
     entry,
     next_seq,
     summarize,
+    vector_id,
 )
 
 __all__ = ["LangchainPostgresStore", "factory"]
@@ -108,8 +110,9 @@ class LangchainPostgresStore(AuditStore):
         return [_entry(user_id, m) for m in await self._history(user_id).aget_messages()]
 
     async def _index(self, e: Entry) -> None:
-        await self.vectors.aadd_texts([e.content], ids=[e.id], metadatas=[
-            {"user_id": e.user_id, "seq": e.seq, "role": e.role, "covers": list(e.covers)}])
+        await self.vectors.aadd_texts([e.content], ids=[vector_id(e.user_id, e.id)], metadatas=[
+            {"user_id": e.user_id, "entry_id": e.id, "seq": e.seq, "role": e.role,
+             "covers": list(e.covers)}])
 
     async def append_message(self, user_id: str, role: str, content: str,
                              *, message_id: str | None = None) -> Entry:
@@ -137,7 +140,8 @@ class LangchainPostgresStore(AuditStore):
     @staticmethod
     def _from_doc(d: Document) -> Entry:
         meta = d.metadata
-        return entry(str(d.id), str(meta.get("user_id", "")), int(meta.get("seq", 0)),
+        return entry(str(meta.get("entry_id", d.id)), str(meta.get("user_id", "")),
+                     int(meta.get("seq", 0)),
                      str(meta.get("role", "")), d.page_content, tuple(meta.get("covers") or ()))
 
     async def compact(self, user_id: str) -> Entry | None:
@@ -152,7 +156,7 @@ class LangchainPostgresStore(AuditStore):
         await history.aclear()
         await history.aadd_messages([_message(summary), *map(_message, kept)])
         await self._index(summary)
-        await self.vectors.adelete(ids=[e.id for e in prefix])
+        await self.vectors.adelete(ids=[vector_id(user_id, e.id) for e in prefix])
         return summary
 
     async def forget(self, user_id: str) -> None:
@@ -160,15 +164,17 @@ class LangchainPostgresStore(AuditStore):
         await self.vectors.adelete(filter={"user_id": user_id})
 
     async def consistent_state(self, user_id: str) -> ConsistencyReport:
-        history = {e.id for e in await self._entries(user_id)}
+        await super().consistent_state(user_id)  # validates the id
+        history = {vector_id(user_id, e.id): e.id for e in await self._entries(user_id)}
         async with self.conn.cursor() as cur:
             await cur.execute(sql.SQL("SELECT langchain_id FROM {} WHERE user_id = %s").format(
                 sql.Identifier(self.vector_table)), (user_id,))
             indexed = {str(row[0]) for row in await cur.fetchall()}
         await self.conn.commit()
         return ConsistencyReport.of(user_id, [
-            *(Difference("PGVectorStore", "missing", i) for i in sorted(history - indexed)),
-            *(Difference("PGVectorStore", "extra", i) for i in sorted(indexed - history)),
+            *(Difference("PGVectorStore", "missing", history[i])
+              for i in sorted(history.keys() - indexed)),
+            *(Difference("PGVectorStore", "extra", i) for i in sorted(indexed - history.keys())),
         ], self.backends)
 
 

@@ -21,7 +21,8 @@ The adapter's mapping (not the library's): the chat key is the user id
 entry's id, ``seq`` and ``covers`` ride in ``additional_kwargs``; a summary is
 a ``system`` message marked ``summary``; nodes exclude their metadata from the
 embedding (``excluded_embed_metadata_keys``), so a text's vector is its own;
-an idempotent retry scans the chat; ``compact`` rewrites the chat with
+an idempotent retry scans the chat; a node's id is ``uuid5(user_id, entry
+id)``, since message ids are unique per user only; ``compact`` rewrites the chat with
 ``aset_messages([summary, *kept])`` then updates the index; ``forget`` deletes
 the chat and the user's nodes; ``consistent_state`` compares the chat's ids
 with the index's nodes for the user. The embedder is the project's
@@ -56,11 +57,12 @@ from ._common import (
     entry,
     next_seq,
     summarize,
+    vector_id,
 )
 
 __all__ = ["HashingLlamaEmbedding", "LlamaIndexStore", "postgres_factory", "redis_factory"]
 
-_META_KEYS = ["user_id", "seq", "role", "covers"]
+_META_KEYS = ["user_id", "entry_id", "seq", "role", "covers"]
 
 
 class HashingLlamaEmbedding(BaseEmbedding):
@@ -107,9 +109,9 @@ class LlamaIndexStore(AuditStore):
 
     async def _index(self, e: Entry) -> None:
         await self.index.ainsert_nodes([TextNode(
-            id_=e.id, text=e.content, excluded_embed_metadata_keys=_META_KEYS,
+            id_=vector_id(e.user_id, e.id), text=e.content, excluded_embed_metadata_keys=_META_KEYS,
             excluded_llm_metadata_keys=_META_KEYS,
-            metadata={"user_id": e.user_id, "seq": e.seq, "role": e.role,
+            metadata={"user_id": e.user_id, "entry_id": e.id, "seq": e.seq, "role": e.role,
                       "covers": ",".join(e.covers)})])
 
     async def append_message(self, user_id: str, role: str, content: str,
@@ -139,7 +141,7 @@ class LlamaIndexStore(AuditStore):
         for hit in found:
             meta = hit.node.metadata
             covers = tuple(c for c in str(meta.get("covers", "")).split(",") if c)
-            out.append(entry(hit.node.node_id, str(meta.get("user_id", "")),
+            out.append(entry(str(meta.get("entry_id", "")), str(meta.get("user_id", "")),
                              int(meta.get("seq", 0)), str(meta.get("role", "")),
                              hit.node.get_content(), covers))
         return out
@@ -155,12 +157,13 @@ class LlamaIndexStore(AuditStore):
         await self.chats.aset_messages(self._key(user_id), [_message(summary),
                                                             *map(_message, kept)])
         await self._index(summary)
-        await self.index.adelete_nodes([e.id for e in prefix])
+        await self.index.adelete_nodes([vector_id(user_id, e.id) for e in prefix])
         return summary
 
-    def _indexed(self, user_id: str) -> set[str]:
+    def _indexed(self, user_id: str) -> dict[str, str]:
+        """Node id to entry id, for the user's nodes in the index."""
         data = self.index.vector_store.data  # type: ignore[attr-defined]
-        return {node_id for node_id, meta in data.metadata_dict.items()
+        return {node_id: str(meta.get("entry_id")) for node_id, meta in data.metadata_dict.items()
                 if meta.get("user_id") == user_id}
 
     async def forget(self, user_id: str) -> None:
@@ -170,11 +173,14 @@ class LlamaIndexStore(AuditStore):
             await self.index.adelete_nodes(ids)
 
     async def consistent_state(self, user_id: str) -> ConsistencyReport:
-        chat = {e.id for e in await self._entries(user_id)}
+        await super().consistent_state(user_id)  # validates the id
+        chat = {vector_id(user_id, e.id): e.id for e in await self._entries(user_id)}
         indexed = self._indexed(user_id)
         return ConsistencyReport.of(user_id, [
-            *(Difference("VectorStoreIndex", "missing", i) for i in sorted(chat - indexed)),
-            *(Difference("VectorStoreIndex", "extra", i) for i in sorted(indexed - chat)),
+            *(Difference("VectorStoreIndex", "missing", chat[i])
+              for i in sorted(chat.keys() - indexed.keys())),
+            *(Difference("VectorStoreIndex", "extra", indexed[i])
+              for i in sorted(indexed.keys() - chat.keys())),
         ], self.backends)
 
 

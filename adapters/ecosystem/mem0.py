@@ -28,9 +28,8 @@ Telemetry is switched off (``MEM0_TELEMETRY=False``): the machine is offline.
 One mitigation is the adapter's, not the library's: ``AsyncMemory`` calls its
 vector store from worker threads (``asyncio.to_thread``) with no lock, and
 qdrant-client's local mode is not thread-safe. Under concurrent calls its
-numpy-backed collection races (``IndexError`` in ``calculate_payload_mask``)
-and its memory grows without bound (6 GB within minutes of the suite's
-concurrency tests). ``factory`` therefore puts one lock around the vector
+numpy-backed collection races (``IndexError`` in ``calculate_payload_mask``,
+raised out of ``get_all``). ``factory`` therefore puts one lock around the vector
 store's methods, so the suite can reach mem0's other behaviour; that finding
 itself is reproduced by ``report`` on the bare library, and ``factory_unlocked``
 is the adapter without the lock (do not run the whole suite on it).
@@ -201,6 +200,7 @@ class Mem0Store(AuditStore):
 
     async def consistent_state(self, user_id: str) -> ConsistencyReport:
         """Qdrant is the store of record; after forget, mem0's history must not keep contents."""
+        await super().consistent_state(user_id)  # validates the id
         ids = sorted(self._forgotten.get(user_id, ()))
         if not ids:
             return ConsistencyReport.of(user_id, (), self.backends)
