@@ -21,8 +21,9 @@ messages, a summary is a ``SystemMessage`` marked ``summary``; an idempotent
 retry scans the session's messages; a row's id in the vector table is
 ``uuid5(user_id, entry id)``, since message ids are unique per user only;
 ``compact`` rewrites the session with ``aclear()`` +
-``aadd_messages(summary, kept)`` (the only rewrite the library has) and then updates the vector table; ``consistent_state`` compares the ids
-of the session with the ids of the user's rows in the vector table. Every
+``aadd_messages(summary, kept)`` (the only rewrite the library has) and
+then updates the vector table; ``consistent_state`` compares the ids of the
+session with the ids of the user's rows in the vector table. Every
 store gets its own two tables in one shared database.
 """
 
