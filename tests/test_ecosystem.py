@@ -78,6 +78,12 @@ def test_diff_names_both_directions() -> None:
     assert diff_findings({"mem0": ["a"]}, {"mem0": ["a"]}) == []
 
 
+def test_a_racy_cause_a_run_missed_is_no_fix() -> None:
+    racy = frozenset({"r"})
+    assert diff_findings({"mem0": ["a", "r"]}, {"mem0": ["a"]}, racy) == []
+    assert diff_findings({"mem0": ["a"]}, {"mem0": ["a", "r"]}, racy) == ["mem0: new finding r"]
+
+
 def test_an_unexplained_failure_is_a_finding_of_its_own() -> None:
     found = findings_of("mem0", _report(("test_odd", "G2 exactly once: odd")))
     assert found.keys == ["unclassified:test_contract.py::TestContract::test_odd"]

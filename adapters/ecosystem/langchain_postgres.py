@@ -199,6 +199,7 @@ async def factory() -> AsyncIterator[LangchainPostgresStore]:
                                      vector_table=vector_table)
     finally:
         try:
+            await conn.rollback()  # a failed aadd_messages leaves the transaction aborted
             async with conn.cursor() as cur:
                 for table in (history_table, vector_table):
                     await cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(
