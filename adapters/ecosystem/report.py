@@ -224,9 +224,10 @@ def render(findings: Mapping[str, Findings]) -> str:
         for name in libs:
             shown = [t for t in findings[name].causes[cause.key] if t != "probe"]
             line = f"- **{AUDITS[name].title}:** "
+            unseen = cause.racy and not findings[name].causes[cause.key]
             line += ", ".join(f"`{t}`" for t in shown[:6]) or (
-                "not seen in the last run (racy)" if cause.racy and not
-                findings[name].causes[cause.key] else "no suite test yet")
+                "not seen in the last run (racy)" if unseen
+                else "the probe only (no suite test reached it yet)")
             if len(shown) > 6:
                 line += f" and {len(shown) - 6} more"
             if cause.key in findings[name].evidence:
