@@ -130,7 +130,7 @@ class LangGraphStore(AuditStore):
 @asynccontextmanager
 async def memory_factory() -> AsyncIterator[LangGraphStore]:
     """``--store nomnesia.adapters.ecosystem.langgraph:memory_factory``: ``InMemoryStore``."""
-    yield LangGraphStore(InMemoryStore(index=INDEX), label="nomnesia",  # type: ignore[arg-type]
+    yield LangGraphStore(InMemoryStore(index=INDEX), label="nomnesia",  # type: ignore[arg-type,unused-ignore]
                          library=f"langgraph {version('langgraph')} InMemoryStore",
                          backends=("InMemoryStore",))
 
@@ -141,7 +141,7 @@ async def postgres_factory() -> AsyncIterator[LangGraphStore]:
     from langgraph.store.postgres import AsyncPostgresStore
 
     async with AsyncPostgresStore.from_conn_string(
-            _engines.url("postgres"), index=INDEX) as store:  # type: ignore[arg-type]
+            _engines.url("postgres"), index=INDEX) as store:  # type: ignore[arg-type,unused-ignore]
         await store.setup()
         label = _engines.namespace("lg")
         adapter = LangGraphStore(

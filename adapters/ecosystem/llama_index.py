@@ -65,7 +65,7 @@ __all__ = ["HashingLlamaEmbedding", "LlamaIndexStore", "postgres_factory", "redi
 _META_KEYS = ["user_id", "entry_id", "seq", "role", "covers"]
 
 
-class HashingLlamaEmbedding(BaseEmbedding):
+class HashingLlamaEmbedding(BaseEmbedding):  # type: ignore[misc,unused-ignore]
     """llama-index's embedding interface over the project's deterministic hashing embedder."""
 
     def _get_query_embedding(self, query: str) -> list[float]:
@@ -162,7 +162,7 @@ class LlamaIndexStore(AuditStore):
 
     def _indexed(self, user_id: str) -> dict[str, str]:
         """Node id to entry id, for the user's nodes in the index."""
-        data = self.index.vector_store.data  # type: ignore[attr-defined]
+        data = self.index.vector_store.data  # type: ignore[attr-defined,unused-ignore]
         return {node_id: str(meta.get("entry_id")) for node_id, meta in data.metadata_dict.items()
                 if meta.get("user_id") == user_id}
 

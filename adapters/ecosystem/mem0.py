@@ -79,7 +79,7 @@ __all__ = ["HashingMem0Embedder", "Mem0Store", "factory"]
 LIBRARY = f"mem0ai {version('mem0ai')}"
 
 
-class HashingMem0Embedder(EmbeddingBase):  # type: ignore[misc]
+class HashingMem0Embedder(EmbeddingBase):  # type: ignore[misc,unused-ignore]
     """mem0's embedder interface over the project's deterministic hashing embedder."""
 
     def __init__(self) -> None:
