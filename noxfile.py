@@ -577,3 +577,69 @@ def bench(session: nox.Session) -> None:
             report = f"{name} failed: {exc.reason}\n"
         print(report, end="", flush=True)
         (out / f"{Path(name).stem}.txt").write_text(str(report), encoding="utf-8")
+
+
+# --- ecosystem audits: the suite on memory stores we did not write (docs/ecosystem.md)
+#
+# Self-contained: the library list is read from adapters/ecosystem/__init__.py by path (it
+# imports nothing third-party). A suite failure here is a finding about the library, not a
+# failure of the session; the session fails only when the findings change against
+# adapters/ecosystem/expected.json (new or fixed), which report.py checks.
+
+AUDIT_RESULTS = ROOT / ".nox" / "_results" / "ecosystem"
+
+
+def _audit_names() -> list[str]:
+    path = ROOT / "adapters" / "ecosystem" / "__init__.py"
+    spec = importlib.util.spec_from_file_location("_nomnesia_ecosystem_audits", path)
+    if spec is None or spec.loader is None:  # pragma: no cover - the file is in the tree
+        return []
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolves the module while defining Audit
+    spec.loader.exec_module(module)
+    return list(module.AUDITS)
+
+
+AUDIT_NAMES = _audit_names()
+
+
+def _run_audit(session: nox.Session, name: str) -> None:
+    """The whole suite on one library (findings, not failures), then its targeted probes."""
+    factory = session.run(
+        "python", "-c", "import sys; from nomnesia.adapters.ecosystem import AUDITS; "
+        "print(AUDITS[sys.argv[1]].factory)", name, silent=True)
+    if factory is None:  # --install-only
+        return
+    AUDIT_RESULTS.mkdir(parents=True, exist_ok=True)
+    stem = AUDIT_RESULTS / name
+    session.run("python", "-m", "pytest", "--pyargs", "nomnesia.suite", "--store",
+                str(factory).strip(), "-q", "-p", "no:cacheprovider",
+                f"--nomnesia-json={stem}.json", f"--junitxml={stem}.xml", *session.posargs,
+                success_codes=(0, 1))
+    session.run("python", "-m", "nomnesia.adapters.ecosystem.report", "probe", name,
+                "--results", str(AUDIT_RESULTS))
+
+
+def _install_audits(session: nox.Session) -> None:
+    _install_project(session, ["ecosystem"], "pytest-asyncio", "hypothesis")
+
+
+@nox.session(default=False)
+@nox.parametrize("library", [nox.param(name, id=name) for name in AUDIT_NAMES])
+def audit(session: nox.Session, library: str) -> None:
+    """The suite on one third-party library, its findings checked against expected.json."""
+    _install_audits(session)
+    _run_audit(session, library)
+    session.run("python", "-m", "nomnesia.adapters.ecosystem.report", "render", "--results",
+                str(AUDIT_RESULTS), "--out", str(ROOT / "docs" / "ecosystem.md"), "--only",
+                library)
+
+
+@nox.session(default=False)
+def audits(session: nox.Session) -> None:
+    """Every audit, then docs/ecosystem.md; fails only when the findings changed."""
+    _install_audits(session)
+    for name in AUDIT_NAMES:
+        _run_audit(session, name)
+    session.run("python", "-m", "nomnesia.adapters.ecosystem.report", "render", "--results",
+                str(AUDIT_RESULTS), "--out", str(ROOT / "docs" / "ecosystem.md"))

@@ -1,0 +1,158 @@
+"""What every ecosystem adapter shares: the contract-side mapping a team would write once.
+
+None of the audited libraries has the contract's ``seq``, ``covers`` or
+``compact``; each adapter maps them the same obvious way, written here once:
+
+- ``seq`` comes from :func:`next_seq`, a per-process counter seeded from the
+  wall clock (a "timestamp" column is what teams reach for);
+- ``compact`` reads the live history, writes one summary (the project's
+  deterministic :class:`~nomnesia.adapters.text.ConcatSummarizer`) whose
+  ``covers`` lists every message id of the prefix, then deletes the prefix with
+  whatever the library offers; the adapters keep no lock of their own, so the
+  library's lack of a conditional write stays visible;
+- ``limit`` and ``k`` are clamped to :data:`ALL` before they reach a library:
+  the contract has no upper bound, the libraries do.
+
+Validation: the adapters check only the contract's own vocabulary (``role``,
+``message_id``, ``limit``, ``k``, the query's type) with
+:mod:`nomnesia.suite.validation`, as a team would; ``user_id`` and ``content``
+go to the library exactly as given, because how the library treats them is
+what the audit measures. The one exception is ``consistent_state``, which is
+the adapter's own (no library has it): it validates the user id itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+from nomnesia.suite.contract import SUMMARY_ROLE, ConsistencyReport, Entry, EntryLike
+from nomnesia.suite.validation import (
+    validate_limit,
+    validate_message_id,
+    validate_query,
+    validate_role,
+    validate_user_id,
+)
+
+from ..text import ConcatSummarizer, HashingEmbedder
+
+__all__ = [
+    "ALL",
+    "DIM",
+    "AuditStore",
+    "clamp",
+    "covers_of",
+    "embedder",
+    "next_seq",
+    "summarize",
+    "vector_id",
+]
+
+ALL = 10_000
+"""The most entries an adapter asks a library for in one call."""
+
+DIM = 64
+"""Dimension of the deterministic embedder every audit uses (no model download)."""
+
+_seq_lock = threading.Lock()
+_seq = itertools.count(time.time_ns() // 1000)
+
+
+def next_seq() -> int:
+    """A strictly increasing sequence number for this process (microseconds at start)."""
+    with _seq_lock:
+        return next(_seq)
+
+
+_VECTOR_IDS = uuid.UUID("0b7e1c0e-8f0a-4a43-9d55-3f1c2b9e6a10")
+
+
+def vector_id(user_id: str, entry_id: str) -> str:
+    """A vector store's id for one user's entry: message ids are unique per user only."""
+    return str(uuid.uuid5(_VECTOR_IDS, f"{user_id}\x00{entry_id}"))
+
+
+def clamp(name: str, value: int) -> int:
+    """``limit``/``k`` validated as the contract says, then bounded for the library."""
+    return min(validate_limit(name, value), ALL)
+
+
+_embedder = HashingEmbedder(DIM)
+
+
+def embedder() -> HashingEmbedder:
+    """The deterministic hashing embedder, shared (it is stateless)."""
+    return _embedder
+
+
+def covers_of(prefix: Sequence[EntryLike]) -> tuple[str, ...]:
+    """Message ids a summary of ``prefix`` replaces (through earlier summaries, never their ids).
+
+    Each id once: where a library lets two compactions both win, the next
+    prefix holds two summaries over the same messages, and concatenating their
+    covers would double the list at every round (gigabytes within a minute).
+    """
+    covers: dict[str, None] = {}
+    for entry in prefix:
+        covers.update(dict.fromkeys(entry.covers if entry.role == SUMMARY_ROLE else (entry.id,)))
+    return tuple(covers)
+
+
+_summarizer = ConcatSummarizer()
+
+
+async def summarize(user_id: str, prefix: Sequence[EntryLike]) -> str:
+    return await _summarizer.summarize(user_id, prefix)
+
+
+def check_append(role: object, message_id: object) -> tuple[str, str | None]:
+    """The contract-side checks of ``append_message``: role and message id only."""
+    return validate_role(role), validate_message_id(message_id)
+
+
+def check_query(query: object) -> str:
+    return validate_query(query)
+
+
+def entry(entry_id: str, user_id: str, seq: int, role: str, content: str,
+          covers: Sequence[str] = ()) -> Entry:
+    return Entry(entry_id, user_id, int(seq), role, content, tuple(covers))
+
+
+class AuditStore:
+    """Base of the audit adapters: keep_last, staleness, lifecycle; no guarantee of its own.
+
+    ``consistent_state`` defaults to "one backend of record, nothing to
+    compare"; adapters over two backends override it. ``recover`` does nothing:
+    none of the libraries has a recovery step, and the adapters add none.
+    """
+
+    library = "unknown"
+    backends: tuple[str, ...] = ()
+    search_staleness: float = 0.0
+
+    def __init__(self, *, keep_last: int = 4) -> None:
+        self.keep_last = validate_limit("keep_last", keep_last)
+
+    async def consistent_state(self, user_id: str) -> ConsistencyReport:
+        """Validates the id: this method is the adapter's own, no library call would."""
+        return ConsistencyReport.of(validate_user_id(user_id), (), self.backends)
+
+    async def recover(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()

@@ -1,0 +1,214 @@
+"""What each audited library gets wrong, traced to the function responsible.
+
+A *cause* is one root defect: the guarantees it breaks, the library function
+responsible, a one-line reproduction, and how to recognise it in a suite
+failure (``match``: regular expressions that must *all* be found in the failure's
+text). ``report`` groups every failing test under the causes that match it; a
+failure no cause matches is reported as ``unclassified`` and counts as a
+finding of its own, so nothing is explained away. ``kind`` says whose the
+defect is: ``library`` (the library does it), or ``mapping`` (the library lacks
+what the contract needs, and the obvious mapping a team writes over it shows
+the gap). A ``racy`` cause shows only under concurrent timing: a run that
+misses it does not count it as fixed.
+
+Some causes have a ``probe`` (``probes.py``): a targeted check run on the
+library through the adapter, for defects the suite reaches only once every
+adversarial input is tried independently (mem0's ``'*'``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["CAUSES", "Cause", "causes_for", "classify"]
+
+
+@dataclass(frozen=True)
+class Cause:
+    key: str
+    audits: tuple[str, ...]
+    guarantees: tuple[str, ...]
+    function: str
+    what: str
+    reproduction: str
+    match: tuple[str, ...] = ()
+    probe: str | None = None
+    kind: str = "library"
+    racy: bool = False
+    """Shown only by concurrent timing, so a run may miss it: its absence is no fix."""
+
+    def matches(self, text: str) -> bool:
+        return bool(self.match) and all(re.search(p, text, re.M) for p in self.match)
+
+
+_LG = ("langgraph-memory", "langgraph-postgres")
+_ALL = ("langgraph-memory", "langgraph-postgres", "langchain-postgres", "mem0",
+        "llama-index-redis", "llama-index-postgres")
+_CHATS = ("langchain-postgres", "llama-index-redis", "llama-index-postgres")
+_LLAMA = ("llama-index-redis", "llama-index-postgres")
+
+CAUSES: tuple[Cause, ...] = (
+    # --- shared by every library: what none of them has -------------------------------
+    Cause("covered-retry", _ALL, ("G6",),
+          "no record of deleted items (BaseStore.adelete, AsyncMemory.delete, "
+          "aclear/aset_messages)",
+          "a message covered by a summary is gone from the library, so a retry with its "
+          "message_id appends it again",
+          "append(u, 'user', 'x', message_id='m1'); compact(u); "
+          "append(u, 'user', 'x', message_id='m1')  # appended twice",
+          (r"^G6 idempotent appends: a retry of a covered message",), kind="mapping"),
+    Cause("contract-limits", _ALL, ("Inputs",),
+          "no length limit on keys or values (aput, add, aadd_messages, async_add_message)",
+          "user ids over 256 and contents over 65,536 code points are stored; the contract "
+          "rejects them", "append('u' * 257, 'user', 'x')  # accepted",
+          (r"^Inputs: \w+\.(?:user_id|content)='(?:u|x|🧠){20,}.* was accepted",),
+          kind="mapping"),
+    # --- LangGraph ------------------------------------------------------------------------
+    Cause("langgraph-dot-in-namespace", _LG, ("Inputs",),
+          "langgraph.store.base._validate_namespace_labels",
+          "a namespace label may not contain '.', so a user id with a period is refused",
+          "await InMemoryStore().aput(('mem', 'a.b'), 'k', {})  # InvalidNamespaceError",
+          (r"raised InvalidNamespaceError: Invalid namespace label",),
+          probe="dot_in_user_id"),
+    Cause("langgraph-no-conditional-write", _LG, ("G5", "G7"),
+          "BaseStore.abatch (no compare-and-set)",
+          "a write cannot be made conditional on what is stored, so two concurrent compactions "
+          "both replace the same prefix: two summaries with one seq",
+          "await asyncio.gather(compact(u), compact(u))  # two live summaries",
+          (r"^G(?:5 order: .* share seq|7 atomic compaction: .* shows 2 summaries)",), racy=True),
+    Cause("langgraph-postgres-jsonb-nul", ("langgraph-postgres",), ("Inputs", "G1"),
+          "AsyncPostgresStore.abatch (value column is jsonb)",
+          "PostgreSQL jsonb cannot hold \\u0000, so content with NUL is refused",
+          "await store.aput(('ns',), 'k', {'content': '\\x00'})  # UntranslatableCharacter",
+          (r"raised UntranslatableCharacter",), probe="nul_content"),
+    # --- langchain-postgres ---------------------------------------------------------------
+    Cause("langchain-clear-then-add", ("langchain-postgres",),
+          ("G1", "G3", "G4", "G5", "G6", "G7", "G10"),
+          "PostgresChatMessageHistory.aclear + aadd_messages",
+          "the only way to replace messages is aclear() then aadd_messages(), two commits: a "
+          "reader between them sees an empty history, an append between them is lost, a "
+          "cancel between them wipes the session",
+          "await h.aclear(); <cancelled here>  # every message of the session is gone",
+          (r"^G(?:1 durability|3 read your writes|5 order|7 atomic compaction|"
+           r"10 interruption: an interrupted compaction)",)),
+    Cause("langchain-jsonb-nul", ("langchain-postgres",), ("Inputs", "G1"),
+          "PostgresChatMessageHistory.aadd_messages (message column is jsonb)",
+          "PostgreSQL jsonb cannot hold \\u0000, so content with NUL is refused",
+          "await h.aadd_messages([HumanMessage('\\x00')])  # UntranslatableCharacter",
+          (r"UntranslatableCharacter|InFailedSqlTransaction",), probe="nul_content"),
+    Cause("langchain-no-rollback", ("langchain-postgres",), ("G12",),
+          "PostgresChatMessageHistory.aadd_messages (no rollback on error)",
+          "a failed insert leaves the caller's connection in an aborted transaction, so every "
+          "later call on it fails with InFailedSqlTransaction",
+          "await h.aadd_messages([HumanMessage('\\x00')]); await h.aget_messages()  "
+          "# InFailedSqlTransaction", (r"InFailedSqlTransaction",), probe="nul_poisons"),
+    # --- chat store + vector index: two components, no transaction between them -----------
+    Cause("two-writes-no-transaction", _CHATS, ("G10", "G11"),
+          "chat history and vector store are separate writes "
+          "(aadd_messages + aadd_texts, async_add_message + ainsert_nodes)",
+          "nothing ties the chat write to the index write, so an interrupted append or "
+          "forget leaves the two disagreeing",
+          "task = create_task(append(u, 'user', 'x')); <cancel after the chat write>  "
+          "# in the chat, not in the index",
+          (r"^G10 interruption: after (?:append|compact|forget) was cancelled",
+           r"consistent_state\(.*\) is falsy")),
+    Cause("chat-accepts-empty-key", _CHATS, ("Inputs",),
+          "no check of the session key (uuid5 of it, RedisChatStore/PostgresChatStore keys)",
+          "an empty user id is stored like any other",
+          "append('', 'user', 'x')  # accepted", (r"^Inputs: \w+\.user_id='' was accepted",)),
+    # --- llama-index ----------------------------------------------------------------------
+    Cause("llama-set-messages-not-atomic", _LLAMA, ("G1", "G3", "G4", "G5", "G7", "G10"),
+          "RedisChatStore.aset_messages (DELETE then RPUSH) / PostgresChatStore.aset_messages "
+          "(whole-array overwrite)",
+          "the only rewrite replaces the whole chat: on Redis a reader between DELETE and "
+          "RPUSH sees nothing and a cancel between them wipes the chat; on both an append "
+          "that lands between the read and the overwrite is lost",
+          "await chats.aset_messages(key, kept)  # concurrent async_add_message is lost",
+          (r"^G(?:1 durability|3 read your writes|4 search|5 order|7 atomic compaction|"
+           r"10 interruption: an interrupted compaction)",), racy=True),
+    Cause("llama-retry-race", _LLAMA, ("G6",),
+          "BaseChatStore has no conditional append",
+          "an idempotent retry reads the chat and appends, so two concurrent retries both "
+          "append", "await asyncio.gather(append(u, 'user', 'x', message_id='m'), "
+          "append(u, 'user', 'x', message_id='m'))",
+          (r"^G6 idempotent appends: retry append",), kind="mapping", racy=True),
+    Cause("llama-empty-query", _LLAMA, ("Inputs",),
+          "VectorIndexRetriever.aretrieve (empty query string)",
+          "searching for '' raises TypeError instead of returning results",
+          "await index.as_retriever().aretrieve('')  # TypeError: NoneType * float",
+          (r"search\([^)]*, '', k=\d+\) raised TypeError",)),
+    # --- mem0 -----------------------------------------------------------------------------
+    Cause("mem0-wildcard-user-id", ("mem0",), ("G8", "G9"),
+          "mem0.vector_stores.qdrant.Qdrant._build_field_condition ('*' matches any value)",
+          "user id '*' is a wildcard: get_all/search with user_id '*' return every user's "
+          "memories, and delete_all(user_id='*') deletes every user's",
+          "await m.delete_all(user_id='*')  # every user's memories are gone",
+          (r"^G(?:8 forget|9 isolation):.*'\*'",), probe="wildcard_user_id"),
+    Cause("mem0-wildcard-metadata", ("mem0",), ("G6", "Inputs"),
+          "mem0.vector_stores.qdrant.Qdrant._build_field_condition ('*' matches any value)",
+          "a metadata filter with the value '*' matches every memory, so looking up "
+          "message id '*' finds another message",
+          "await m.get_all(filters={'user_id': 'ann', 'nomnesia_id': '*'})  # every memory",
+          (r"message_id='\*'\) raised ValueError",)),
+    Cause("mem0-trims-user-ids", ("mem0",), ("G9",),
+          "mem0.memory.main._validate_and_trim_entity_id (str.strip)",
+          "user ids are trimmed, so 'ann ' and 'ann' share memories",
+          "await m.add('x', user_id='ann ', infer=False); "
+          "await m.get_all(filters={'user_id': 'ann'})  # returns it",
+          (r"^G9 isolation: .*written for user '(?:[^']*(?: |\\[ntr])|(?: |\\[ntr])[^']*)'",),
+          probe="trimmed_user_id"),
+    Cause("mem0-refuses-whitespace-ids", ("mem0",), ("Inputs",),
+          "mem0.memory.main._validate_and_trim_entity_id",
+          "a user id with inner whitespace, or only whitespace, is refused (ValueError)",
+          "await m.add('x', user_id='say \"hi\"', infer=False)  # ValueError",
+          (r"raised ValueError: Invalid user_id: cannot (?:contain whitespace|be empty)",),
+          probe="whitespace_user_id"),
+    Cause("mem0-drops-system", ("mem0",), ("G1", "G3", "G4", "G7"),
+          "mem0.memory.main.AsyncMemory._add_to_vector_store (infer=False skips role system)",
+          "a system message is dropped silently: add() returns normally, nothing is stored",
+          "await m.add([{'role': 'system', 'content': 'x'}], user_id='u', infer=False)  "
+          "# {'results': []}", (r"^G(?:1|3|4|7) [a-z ]+:", r"'system'"),
+          probe="system_dropped"),
+    Cause("mem0-refuses-empty-query", ("mem0",), ("Inputs",),
+          "mem0.memory.main.AsyncMemory.search",
+          "searching for '' (or whitespace) raises ValueError",
+          "await m.search('', filters={'user_id': 'u'})  # ValueError",
+          (r"raised ValueError: Invalid query: cannot be empty",)),
+    Cause("mem0-history-keeps-forgotten", ("mem0",), ("G8", "G11"),
+          "mem0.memory.main.AsyncMemory._delete_memory (SQLiteManager.add_history)",
+          "delete_all() removes the vectors but writes the old content into the SQLite "
+          "history as a DELETE row, where it stays",
+          "await m.delete_all(user_id='u'); m.db.get_history(memory_id)  # old content",
+          (r"^G(?:8 forget: consistent_state is falsy|11 quiescent consistency)",),
+          probe="history_keeps_forgotten"),
+    Cause("mem0-not-atomic", ("mem0",), ("G10",),
+          "AsyncMemory.add / AsyncMemory.delete / AsyncMemory.delete_all (one memory at a time)",
+          "there is no batch or transaction: an interrupted compaction or forget leaves half "
+          "of it done", "task = create_task(m.delete_all(user_id='u')); <cancel>  "
+          "# some memories deleted", (r"^G10 interruption:",)),
+    Cause("mem0-coerces-ids", ("mem0",), ("Inputs",),
+          "mem0.memory.main._validate_and_trim_entity_id (str(value))",
+          "a non-str user id is coerced with str(): 1 and '1' are the same user",
+          "await m.add('x', user_id=1, infer=False)  # stored for user '1'",
+          (r"^Inputs: \w+\.user_id=(?:1|1\.5|b'ann'|\['ann'\]) was accepted",),
+          probe="coerced_user_id"),
+    Cause("mem0-threads-local-qdrant", ("mem0",), ("G12",),
+          "AsyncMemory (asyncio.to_thread) over qdrant_client local mode and SQLiteManager",
+          "AsyncMemory runs vector-store and history calls in worker threads with no lock; "
+          "neither qdrant-client's local mode nor mem0's SQLiteManager is thread-safe, so "
+          "concurrent calls race (IndexError in calculate_payload_mask, sqlite3 "
+          "OperationalError). The adapter's factory serialises the vector store only",
+          "await asyncio.gather(*(m.add('x', user_id='u', infer=False) for _ in range(50)), "
+          "*(m.get_all(filters={'user_id': 'u'}) for _ in range(50)))",
+          probe="threads_local_qdrant", racy=True),
+)
+
+
+def causes_for(audit: str) -> list[Cause]:
+    return [c for c in CAUSES if audit in c.audits]
+
+
+def classify(audit: str, text: str) -> list[str]:
+    """Keys of the causes of ``audit`` whose patterns all occur in a failure's text."""
+    return [c.key for c in causes_for(audit) if c.matches(text)]

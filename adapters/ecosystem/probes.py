@@ -1,0 +1,149 @@
+"""Targeted reproductions of single causes, run on the library through its adapter.
+
+Each probe opens a fresh store, does the few calls of its cause's
+reproduction and returns the evidence (a sentence) when the defect shows, or
+``None`` when it does not. They back findings the suite reaches only in some
+runs or only once every adversarial input is tried on its own (mem0's ``'*'``),
+and they are what ``report`` prints as the one-line reproduction's proof.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+__all__ = ["PROBES", "run_probes"]
+
+Opener = Callable[[], AbstractAsyncContextManager[Any]]
+Probe = Callable[[Opener], Awaitable[str | None]]
+
+
+async def wildcard_user_id(open_store: Opener) -> str | None:
+    found = []
+    async with open_store() as s:
+        await s.append_message("ann", "user", "ann's secret")
+        await s.append_message("bob", "user", "bob's secret")
+        seen = {e.user_id for e in await s.get_history("*", 100)}
+        if seen & {"ann", "bob"}:
+            found.append(f"get_history('*') returned the entries of {sorted(seen)}")
+        await s.forget("*")
+        left = len(await s.get_history("ann", 100)) + len(await s.get_history("bob", 100))
+        if left == 0:
+            found.append("forget('*') deleted the entries of 'ann' and 'bob'")
+    return "; ".join(found) or None
+
+
+async def trimmed_user_id(open_store: Opener) -> str | None:
+    async with open_store() as s:
+        await s.append_message("ann ", "user", "written for 'ann '")
+        hits = [e.content for e in await s.get_history("ann", 10)]
+    return f"get_history('ann') returned {hits!r}" if hits else None
+
+
+async def whitespace_user_id(open_store: Opener) -> str | None:
+    async with open_store() as s:
+        try:
+            await s.append_message('say "hi"', "user", "x")
+        except ValueError as exc:
+            return f"append_message('say \"hi\"', ...) raised ValueError: {exc}"
+    return None
+
+
+async def system_dropped(open_store: Opener) -> str | None:
+    async with open_store() as s:
+        e = await s.append_message("ann", "system", "be brief")
+        live = await s.get_history("ann", 10)
+    if not any(x.id == e.id for x in live):
+        return f"append_message('ann', 'system', ...) returned {e.id!r}; get_history: {live!r}"
+    return None
+
+
+async def history_keeps_forgotten(open_store: Opener) -> str | None:
+    async with open_store() as s:
+        await s.append_message("ann", "user", "forget me")
+        await s.forget("ann")
+        report = await s.consistent_state("ann")
+    return None if report else str(report).replace("\n", " ")
+
+
+async def coerced_user_id(open_store: Opener) -> str | None:
+    async with open_store() as s:
+        try:
+            await s.append_message(1, "user", "for the int 1")
+        except (TypeError, ValueError):
+            return None
+        hits = [e.content for e in await s.get_history("1", 10)]
+    return f"append_message(1, ...) was accepted; get_history('1') returned {hits!r}"
+
+
+async def dot_in_user_id(open_store: Opener) -> str | None:
+    async with open_store() as s:
+        try:
+            await s.append_message("a.b", "user", "x")
+        except ValueError as exc:
+            return f"append_message('a.b', ...) raised {type(exc).__name__}: {exc}"
+    return None
+
+
+async def nul_content(open_store: Opener) -> str | None:
+    async with open_store() as s:
+        try:
+            await s.append_message("ann", "user", "a\x00b")
+        except Exception as exc:  # the libraries raise driver errors, not ValueError
+            return f"append_message('ann', 'user', 'a\\x00b') raised {type(exc).__name__}: {exc}"
+    return None
+
+
+async def nul_poisons(open_store: Opener) -> str | None:
+    async with open_store() as s:
+        with contextlib.suppress(Exception):  # the refusal itself is nul_content's finding
+            await s.append_message("ann", "user", "a\x00b")
+        try:
+            await s.get_history("bob", 10)
+        except Exception as exc:
+            return f"after the refused NUL, get_history('bob') raised {type(exc).__name__}"
+    return None
+
+
+async def threads_local_qdrant(open_store: Opener) -> str | None:
+    """mem0 without the adapter's lock: concurrent add and get_all on local Qdrant."""
+    from .mem0 import factory_unlocked
+
+    async with factory_unlocked() as s:
+        memory = s.memory
+        for _ in range(5):
+            calls = [memory.add([{"role": "user", "content": f"m{i}"}], user_id="u", infer=False)
+                     for i in range(20)]
+            calls += [memory.get_all(filters={"user_id": "u"}, top_k=100) for _ in range(20)]
+            results = await asyncio.gather(*calls, return_exceptions=True)
+            errors = [r for r in results if isinstance(r, BaseException)]
+            if errors:
+                first = errors[0]
+                return (f"{len(errors)} of {len(calls)} concurrent calls raised, first "
+                        f"{type(first).__name__}: {first}")
+    return None
+
+
+PROBES: dict[str, Probe] = {p.__name__: p for p in (
+    wildcard_user_id, trimmed_user_id, whitespace_user_id, system_dropped,
+    history_keeps_forgotten, coerced_user_id, dot_in_user_id, nul_content, nul_poisons,
+    threads_local_qdrant)}
+
+
+async def run_probes(audit: str, open_store: Opener) -> dict[str, str | None]:
+    """Every probe of ``audit``'s causes: cause key to evidence (None: not reproduced)."""
+    from .causes import causes_for
+
+    out: dict[str, str | None] = {}
+    for cause in causes_for(audit):
+        if cause.probe is None:
+            continue
+        try:
+            out[cause.key] = await asyncio.wait_for(PROBES[cause.probe](open_store), 120)
+        except Exception as exc:  # a probe that crashes says so, it does not hide the rest
+            out[cause.key] = None
+            print(f"probe {cause.probe} on {audit} raised {type(exc).__name__}: {exc}")
+    return out

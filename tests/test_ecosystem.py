@@ -1,0 +1,148 @@
+"""The ecosystem audits' bookkeeping, without running any audited library.
+
+The audits themselves take minutes and need the ``ecosystem`` extra (``nox -s
+audits``); what must never silently break is the part that decides whether the
+findings changed, and the agreement between the checked-in expectation and the
+checked-in document.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nomnesia.adapters.ecosystem import AUDITS
+from nomnesia.adapters.ecosystem.causes import CAUSES, classify
+from nomnesia.adapters.ecosystem.probes import PROBES
+from nomnesia.adapters.ecosystem.report import diff_findings, findings_block, findings_of, main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPECTED = ROOT / "adapters" / "ecosystem" / "expected.json"
+DOC = ROOT / "docs" / "ecosystem.md"
+
+COVERED_RETRY = "G6 idempotent appends: a retry of a covered message changed the history"
+
+
+def _report(*failures: tuple[str, str]) -> dict[str, Any]:
+    tests = [{"nodeid": f"suite/test_contract.py::TestContract::{name}", "outcome": "failed",
+              "message": message, "guarantees": [], "failed_guarantees": []}
+             for name, message in failures]
+    tests.append({"nodeid": "suite/test_contract.py::TestContract::test_ok", "outcome": "passed",
+                  "message": ""})
+    return {"summary": {"failed": len(failures), "passed": 1}, "guarantees": {}, "tests": tests}
+
+
+def _render(tmp_path: Path, report: dict[str, Any], expected: dict[str, list[str]]) -> int:
+    results = tmp_path / "results"
+    results.mkdir(exist_ok=True)
+    (results / "mem0.json").write_text(json.dumps(report), encoding="utf-8")
+    exp = tmp_path / "expected.json"
+    exp.write_text(json.dumps(expected), encoding="utf-8")
+    return main(["render", "--results", str(results), "--expected", str(exp),
+                 "--out", str(tmp_path / "ecosystem.md"), "--only", "mem0"])
+
+
+def test_same_findings_pass(tmp_path: Path) -> None:
+    report = _report(("test_retry", COVERED_RETRY))
+    assert _render(tmp_path, report, {"mem0": ["covered-retry"]}) == 0
+
+
+def test_a_new_failure_fails(tmp_path: Path) -> None:
+    report = _report(("test_retry", COVERED_RETRY),
+                     ("test_new", "G2 exactly once: something nobody has seen"))
+    assert _render(tmp_path, report, {"mem0": ["covered-retry"]}) == 1
+
+
+def test_a_fixed_failure_fails(tmp_path: Path) -> None:
+    assert _render(tmp_path, _report(), {"mem0": ["covered-retry"]}) == 1
+
+
+def test_update_accepts_the_findings(tmp_path: Path) -> None:
+    report = _report(("test_retry", COVERED_RETRY))
+    results = tmp_path / "results"
+    assert _render(tmp_path, report, {}) == 1
+    exp = tmp_path / "expected.json"
+    assert main(["render", "--results", str(results), "--expected", str(exp), "--out",
+                 str(tmp_path / "x.md"), "--only", "mem0", "--update"]) == 0
+    assert json.loads(exp.read_text(encoding="utf-8"))["mem0"] == ["covered-retry"]
+    assert _render(tmp_path, report, json.loads(exp.read_text(encoding="utf-8"))) == 0
+
+
+def test_diff_names_both_directions() -> None:
+    lines = diff_findings({"mem0": ["a", "b"]}, {"mem0": ["b", "c"]})
+    assert lines == ["mem0: new finding c", "mem0: fixed (expected but not found) a"]
+    assert diff_findings({"mem0": ["a"]}, {"mem0": ["a"]}) == []
+
+
+def test_a_racy_cause_a_run_missed_is_no_fix() -> None:
+    racy = frozenset({"r"})
+    assert diff_findings({"mem0": ["a", "r"]}, {"mem0": ["a"]}, racy) == []
+    assert diff_findings({"mem0": ["a"]}, {"mem0": ["a", "r"]}, racy) == ["mem0: new finding r"]
+
+
+def test_an_unexplained_failure_is_a_finding_of_its_own() -> None:
+    found = findings_of("mem0", _report(("test_odd", "G2 exactly once: odd")))
+    assert found.keys == ["unclassified:test_contract.py::TestContract::test_odd"]
+
+
+def test_probes_count_only_when_they_reproduced() -> None:
+    found = findings_of("mem0", _report(), probes={"mem0-wildcard-user-id": "leaked",
+                                                   "mem0-trims-user-ids": None})
+    assert found.keys == ["mem0-wildcard-user-id"]
+
+
+def test_mem0_causes_are_told_apart() -> None:
+    trimmed = ("G9 isolation: get_history('ann') returned entry 'x' ('x ann  1') written for "
+               "user 'ann '")
+    refused = ("Inputs: append_message('say \"hi\"', 'user', 'n') raised ValueError: Invalid "
+               "user_id: cannot contain whitespace.")
+    dropped = ("G1 durability: acknowledged appends are neither live nor covered: ['i']\n"
+               "  3. append_message('ann', 'system', 'm') -> <system seq=3 id='i' 'm'>")
+    assert classify("mem0", trimmed) == ["mem0-trims-user-ids"]
+    assert classify("mem0", refused) == ["mem0-refuses-whitespace-ids"]
+    assert classify("mem0", dropped) == ["mem0-drops-system"]
+
+
+def test_every_cause_is_well_formed() -> None:
+    keys = [c.key for c in CAUSES]
+    assert len(keys) == len(set(keys))
+    for cause in CAUSES:
+        assert set(cause.audits) <= set(AUDITS), cause.key
+        assert cause.function and cause.reproduction and cause.guarantees, cause.key
+        assert cause.kind in ("library", "mapping"), cause.key
+        assert cause.match or cause.probe, f"{cause.key} can never be found"
+        for pattern in cause.match:
+            re.compile(pattern)
+        assert cause.probe is None or cause.probe in PROBES, cause.key
+
+
+def test_expectation_and_document_agree() -> None:
+    """docs/ecosystem.md states exactly the checked-in findings, each cause with its function."""
+    expected = json.loads(EXPECTED.read_text(encoding="utf-8"))
+    doc = DOC.read_text(encoding="utf-8")
+    assert findings_block(doc) == expected
+    by_key = {c.key: c for c in CAUSES}
+    for audit, keys in expected.items():
+        assert audit in AUDITS
+        assert AUDITS[audit].title in doc
+        for key in keys:
+            if key.startswith("unclassified:"):
+                assert key.partition(":")[2] in doc
+                continue
+            cause = by_key[key]
+            assert f"`{key}`" in doc and f"`{cause.function}`" in doc, key
+            assert f"`{cause.reproduction}`" in doc, key
+
+
+@pytest.mark.parametrize("key", ["mem0-wildcard-user-id", "mem0-trims-user-ids",
+                                 "mem0-drops-system", "mem0-refuses-whitespace-ids"])
+def test_mem0_findings_of_issue_13_are_expected(key: str) -> None:
+    assert key in json.loads(EXPECTED.read_text(encoding="utf-8"))["mem0"]
+
+
+def test_the_document_covers_four_libraries_at_least() -> None:
+    assert len(json.loads(EXPECTED.read_text(encoding="utf-8"))) >= 4
