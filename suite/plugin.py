@@ -141,6 +141,10 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--adapter {adapter!r}: no such built-in store; "
                                     f"{maybe}known: {', '.join(ADAPTERS)}")
         _backends(config)
+        from . import reporting
+
+        spec = ADAPTERS[adapter]
+        config.stash[reporting.ADAPTER_INFO] = (list(spec.engines), spec.target)
     elif not store and not adapter and not hasattr(config, "workerinput") \
             and _collects_suite(config):
         # Say so before the header and "collected 59 items": nothing can run without a store.

@@ -489,6 +489,11 @@ def _option(config: pytest.Config, name: str) -> Any:
         return None
 
 
+ADAPTER_INFO = pytest.StashKey["tuple[list[str], str | None]"]()
+"""The built-in adapter's engines and factory, put here by the plugin: the report is
+part of the suite's core, which never imports adapters (docs/architecture.md)."""
+
+
 def run_metadata(config: pytest.Config) -> dict[str, Any]:
     """Who was tested, where, and with what: the row label of ``nomnesia report``."""
     adapter = _option(config, "--adapter")
@@ -497,16 +502,7 @@ def run_metadata(config: pytest.Config) -> dict[str, Any]:
     if seed is None:
         seed = getattr(sys.modules.get(f"{__package__}._run"), "settings", None)
         seed = getattr(seed, "seed", None) or os.environ.get("NOMNESIA_SEED")
-    engines: list[str] = []
-    target = None
-    if adapter:
-        try:
-            from nomnesia.adapters import ADAPTERS
-
-            spec = ADAPTERS.get(str(adapter))
-            engines, target = (list(spec.engines), spec.target) if spec else ([], None)
-        except Exception:  # metadata must never break a run
-            pass
+    engines, target = config.stash.get(ADAPTER_INFO, ([], None))
     workers = _option(config, "numprocesses")
     return {
         "adapter": str(adapter) if adapter else None,

@@ -19,6 +19,8 @@ from __future__ import annotations
 import os
 
 from ._base import ENGINES, SERVER_ONLY, Provider
+from ._proc import launcher
+from .control import EngineControl
 from .docker import DockerProvider, docker_available
 from .embedded import EmbeddedProvider
 from .external import ENV_VARS, ExternalProvider
@@ -30,10 +32,12 @@ __all__ = [
     "SERVER_ONLY",
     "DockerProvider",
     "EmbeddedProvider",
+    "EngineControl",
     "ExternalProvider",
     "Provider",
     "docker_available",
     "get_provider",
+    "launcher",
     "resolve_kind",
 ]
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nomnesia.adapters.engines._proc import launcher
+from nomnesia.adapters.engines import launcher
 from nomnesia.adapters.stacks import drop_kept_namespace
 
 from ..history import Op
@@ -319,7 +319,7 @@ class _Run:
             await asyncio.to_thread(_synchronous_commit, real["postgres"])
         self.urls = await asyncio.to_thread(self.proxied.urls, *self.engines)
         if {"pause", "kill"} & set(cfg.kinds):
-            from nomnesia.adapters.engines.control import EngineControl
+            from nomnesia.adapters.engines import EngineControl
 
             self.control = EngineControl(self.provider)
         try:
