@@ -134,9 +134,10 @@ class MilvusIndex(SelfCheckingByCompleteness):
                                          consistency_level="Strong")
             self._created = True
             self._complete.complete = not self.reuse
-            # pymilvus waits 0.5 s before its first look at a new index; an
-            # empty collection's index is ready at once on Milvus Lite.
-            self._sync.create_index(self.namespace, params, sync=not self._lite)
+            # pymilvus waits 0.5 s before its first look at a new index, and
+            # polls every 0.5 s; an empty collection's index is ready at once, on
+            # Milvus Lite as on a server (the load below checks it exists).
+            self._sync.create_index(self.namespace, params, sync=False)
             self._sync.load_collection(self.namespace)
         await self._calls(self.timeout, asyncio.to_thread(connect_and_create))
         self._async = AsyncMilvusClient(self.uri, token=self._token, timeout=self.timeout)
