@@ -274,10 +274,11 @@ async def test_milvus_server_index_and_restart(milvus_engines: EmbeddedProvider)
                 except Exception:
                     return []
 
-            deadline = time.monotonic() + 60
+            started = time.monotonic()
             got: list[str] = []
-            while time.monotonic() < deadline and got != ["a1"]:
+            while time.monotonic() < started + 60 and got != ["a1"]:
                 got = await answers()
+            print(f"the collection answered {time.monotonic() - started:.1f} s later")
             assert got == ["a1"], "G1: the collection did not survive a Milvus restart"
             await reopened.aclose()
         finally:
