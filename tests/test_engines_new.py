@@ -251,6 +251,8 @@ def test_milvus_server_is_private_to_its_provider(milvus_engines: EmbeddedProvid
 async def test_milvus_server_index_and_restart(milvus_engines: EmbeddedProvider) -> None:
     """The MilvusIndex on the server; a SIGKILLed server comes back (nemesis kill) with
     the collection and its rows."""
+    import asyncio
+
     from nomnesia.adapters.indexes.milvus import MilvusIndex
 
     url = milvus_engines.url("milvus-server")
@@ -267,17 +269,19 @@ async def test_milvus_server_index_and_restart(milvus_engines: EmbeddedProvider)
             reopened = MilvusIndex(url, namespace=index.namespace, dim=DIM, reuse=True)
 
             async def answers() -> list[str]:
+                """The search, once the restarted server has loaded the collection."""
                 try:
                     await reopened.create()
-                    return await reopened.ids("ann") and await reopened.query(
-                        "ann", [1.0, 0.0, 0.0, 0.0], 5)
-                except Exception:
+                    found: list[str] = await reopened.query("ann", [1.0, 0.0, 0.0, 0.0], 5)
+                except Exception:  # not loaded yet: "collection not loaded", connection reset
                     return []
+                return found
 
             started = time.monotonic()
             got: list[str] = []
             while time.monotonic() < started + 60 and got != ["a1"]:
                 got = await answers()
+                await asyncio.sleep(0.1)  # poll interval of a bounded wait for the condition
             print(f"the collection answered {time.monotonic() - started:.1f} s later")
             assert got == ["a1"], "G1: the collection did not survive a Milvus restart"
             await reopened.aclose()
