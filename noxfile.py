@@ -484,7 +484,8 @@ def matrix(session: nox.Session) -> None:
 
 
 # Stacks whose engines the nemesis can pause, kill and cut off (docs/nemesis.md).
-NEMESIS_ADAPTERS = [name for name in ("pgvector", "redis", "valkey") if name in ADAPTERS]
+NEMESIS_ADAPTERS = [name for name in ("pgvector", "redis", "valkey", "redis-search",
+                                      "milvus-server") if name in ADAPTERS]
 
 
 @nox.session(default=False)

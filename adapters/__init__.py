@@ -94,10 +94,15 @@ ADAPTERS: dict[str, AdapterSpec] = {
                     engines=("postgres", "valkey"),
                     description="Valkey log + pgvector index + PostgreSQL archive"),
         AdapterSpec("redis-search", "nomnesia.adapters.stacks_vector:open_redis_search",
-                    extras=("pgvector", "redis"), requires=("psycopg", "redis"),
+                    extras=("pgvector", "redis", "embedded"), requires=("psycopg", "redis"),
                     engines=("postgres", "redis", "redis-search"),
-                    description="Redis log + Redis query engine index (needs a server URL) "
+                    description="Redis log + Redis query engine (RediSearch) index "
                                 "+ PostgreSQL archive"),
+        AdapterSpec("milvus-server", "nomnesia.adapters.stacks_vector:open_milvus_server",
+                    extras=("milvus", "pgvector", "redis", "embedded"),
+                    requires=("pymilvus", "psycopg", "redis"),
+                    engines=("postgres", "redis", "milvus-server"),
+                    description="Redis log + Milvus server index (gRPC) + PostgreSQL archive"),
     )
 }
 

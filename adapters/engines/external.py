@@ -25,6 +25,7 @@ ENV_VARS: dict[str, str] = {
     "milvus": "NOMNESIA_MILVUS_URI",
     "redis-search": "NOMNESIA_REDIS_SEARCH_URL",
     "qdrant-edge": "NOMNESIA_QDRANT_EDGE_DIR",
+    "milvus-server": "NOMNESIA_MILVUS_SERVER_URL",
 }
 
 _EXAMPLES = {
@@ -35,6 +36,7 @@ _EXAMPLES = {
     "milvus": "http://host:19530",
     "redis-search": "redis://host:6379/0 (Redis Stack / Redis 8 with the query engine)",
     "qdrant-edge": "/var/lib/nomnesia/edge (an existing directory for Qdrant Edge shards)",
+    "milvus-server": "http://host:19530 (a Milvus server, standalone or cluster)",
 }
 
 

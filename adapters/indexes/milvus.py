@@ -6,9 +6,10 @@ Collections are created with the sync ``MilvusClient`` (the async client
 cannot create indexes on Milvus Lite); data calls use ``AsyncMilvusClient``.
 
 The user filter compares ``user_key`` (hex SHA-256 of the user id) and never
-contains the id itself. On a server the value is also passed as a filter
-template parameter (``filter_params``); Milvus Lite has no templates, and the
-hex-only value is what keeps its literal free of syntax. Reads run with Strong
+contains the id itself. On a server of 2.5 or later the value is also passed as
+a filter template parameter (``filter_params``); Milvus Lite and older servers
+(the embedded ``milvus-server`` is 2.3) have no templates, and the hex-only
+value is what keeps their literal free of syntax. Reads run with Strong
 consistency, so an upsert is searchable once it returns.
 """
 
@@ -46,6 +47,20 @@ _PAGE = 16_384  # Milvus' cap on offset + limit of one query
 _FIELDS = ["user_id", "entry_id"]
 
 
+def server_features(version: str) -> tuple[bool, str | None]:
+    """(filter templates, scalar index type for ``user_key``) of a server version.
+
+    Templates came with Milvus 2.5; the INVERTED scalar index with 2.4, before
+    which a VARCHAR field takes a ``Trie``. ``v2.3.5-lite`` (the milvus wheel's
+    server) and ``2.6.6`` both parse; an unparsable version gets the newest.
+    """
+    match = re.match(r"^v?(\d+)\.(\d+)", version.strip())
+    if match is None:
+        return True, "INVERTED"
+    release = (int(match.group(1)), int(match.group(2)))
+    return release >= (2, 5), "INVERTED" if release >= (2, 4) else "Trie"
+
+
 def user_filter(user_id: str, *, templates: bool) -> tuple[str, dict[str, Any]]:
     """The filter expression (and its params) that selects one user's rows."""
     key = user_key(user_id)
@@ -76,6 +91,7 @@ class MilvusIndex(SelfCheckingByCompleteness):
         self._sync: MilvusClient | None = None
         self._async: AsyncMilvusClient | None = None
         self._created = False
+        self._templates = not self._lite  # settled by the server's version in create()
         # Milvus Lite searches its memtable row by row and never flushes it
         # until 128 MiB: every ``lite_flush_every`` written rows, flush and
         # compact. 128 measured best (600 appends + queries: query time 14.6 s
@@ -85,7 +101,7 @@ class MilvusIndex(SelfCheckingByCompleteness):
         self._flushing = asyncio.Lock()
 
     def _filter(self, user_id: str) -> tuple[str, dict[str, Any]]:
-        return user_filter(user_id, templates=not self._lite)
+        return user_filter(user_id, templates=self._templates)
 
     def _client(self) -> AsyncMilvusClient:
         if self._async is None:
@@ -96,6 +112,10 @@ class MilvusIndex(SelfCheckingByCompleteness):
         """Connect, and create the collection (Strong consistency) if absent."""
         def connect_and_create() -> None:
             self._sync = MilvusClient(self.uri, token=self._token, timeout=self.timeout)
+            scalar_index: str | None = None
+            if not self._lite:
+                self._templates, scalar_index = server_features(
+                    self._sync.get_server_version())
             if self._sync.has_collection(self.namespace):
                 self._sync.load_collection(self.namespace)  # released after a restart
                 return
@@ -108,15 +128,16 @@ class MilvusIndex(SelfCheckingByCompleteness):
             params = self._sync.prepare_index_params()
             params.add_index("vec", index_type="FLAT" if self._lite else "AUTOINDEX",
                              metric_type="COSINE")
-            if not self._lite:
-                params.add_index("user_key", index_type="INVERTED")
+            if scalar_index is not None:
+                params.add_index("user_key", index_type=scalar_index)
             self._sync.create_collection(self.namespace, schema=schema,
                                          consistency_level="Strong")
             self._created = True
             self._complete.complete = not self.reuse
-            # pymilvus waits 0.5 s before its first look at a new index; an
-            # empty collection's index is ready at once on Milvus Lite.
-            self._sync.create_index(self.namespace, params, sync=not self._lite)
+            # pymilvus waits 0.5 s before its first look at a new index, and
+            # polls every 0.5 s; an empty collection's index is ready at once, on
+            # Milvus Lite as on a server (the load below checks it exists).
+            self._sync.create_index(self.namespace, params, sync=False)
             self._sync.load_collection(self.namespace)
         await self._calls(self.timeout, asyncio.to_thread(connect_and_create))
         self._async = AsyncMilvusClient(self.uri, token=self._token, timeout=self.timeout)

