@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -248,25 +250,27 @@ def test_milvus_server_is_private_to_its_provider(milvus_engines: EmbeddedProvid
     assert not ports & {2379, 2380, 19530, 19529, 9091}, sorted(ports)
 
 
-async def test_milvus_server_index_and_restart(milvus_engines: EmbeddedProvider) -> None:
+async def test_milvus_server_index_and_restart() -> None:
     """The MilvusIndex on the server; a SIGKILLed server comes back (nemesis kill) with
-    the collection and its rows."""
+    the collection and its rows. A provider of its own: the restarted server belongs
+    to the EngineControl and stops with it."""
     import asyncio
 
     from nomnesia.adapters.indexes.milvus import MilvusIndex
 
-    url = milvus_engines.url("milvus-server")
-    index = MilvusIndex(url, dim=DIM)
-    await index.create()
-    try:
-        await index.upsert([_entry("ann", "a1"), _entry("bob", "b1")],
-                           [[1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
-        assert await index.query("ann", [1.0, 0.0, 0.0, 0.0], 10**30) == ["a1"]
-        control = EngineControl(milvus_engines)
+    pytest.importorskip("milvus")
+    with EmbeddedProvider() as provider:
+        url = provider.url("milvus-server")
+        control = EngineControl(provider)
+        index = MilvusIndex(url, dim=DIM)
+        reopened = MilvusIndex(url, namespace=index.namespace, dim=DIM, reuse=True)
         try:
-            seconds = control.restart("milvus-server")
+            await index.create()
+            await index.upsert([_entry("ann", "a1"), _entry("bob", "b1")],
+                               [[1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+            assert await index.query("ann", [1.0, 0.0, 0.0, 0.0], 10**30) == ["a1"]
+            seconds = await asyncio.to_thread(control.restart, "milvus-server")
             print(f"milvus-server answered {seconds:.1f} s after a restart")
-            reopened = MilvusIndex(url, namespace=index.namespace, dim=DIM, reuse=True)
 
             async def answers() -> list[str]:
                 """The search, once the restarted server has loaded the collection."""
@@ -284,11 +288,10 @@ async def test_milvus_server_index_and_restart(milvus_engines: EmbeddedProvider)
                 await asyncio.sleep(0.1)  # poll interval of a bounded wait for the condition
             print(f"the collection answered {time.monotonic() - started:.1f} s later")
             assert got == ["a1"], "G1: the collection did not survive a Milvus restart"
-            await reopened.aclose()
         finally:
+            await reopened.aclose()
+            await index.aclose()  # drops the collection, on the restarted server
             control.close()
-    finally:
-        await index.aclose()
 
 
 # -- SIGKILL of a suite run -------------------------------------------------------------
@@ -305,6 +308,19 @@ def _engines_under(root: Path) -> list[psutil.Process]:
             and p.status() != psutil.STATUS_ZOMBIE]
 
 
+@pytest.fixture
+def traversable_tmp() -> Iterator[Path]:
+    """A TMPDIR for a child run, under /tmp rather than tmp_path: as root, PostgreSQL runs
+    as nobody, who cannot enter pytest's 0700 base directory (the provider's own
+    directory inside stays 0700)."""
+    root = Path(tempfile.mkdtemp(prefix="nomnesia-sigkill-test-"))
+    root.chmod(0o755)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def _serving(proc: psutil.Process) -> bool:
     """Redis listens; Milvus says healthy (every component registered: by then it has
     written everything it writes at start-up, its server-id file included)."""
@@ -319,12 +335,12 @@ def _serving(proc: psutil.Process) -> bool:
     ("milvus-server", "milvus", "milvus"),
 ])
 def test_sigkill_of_a_suite_run_leaves_no_engine_and_no_directory(
-        tmp_path: Path, adapter: str, engine_name: str, module: str) -> None:
+        tmp_path: Path, traversable_tmp: Path, adapter: str, engine_name: str,
+        module: str) -> None:
     """A CI timeout SIGKILLs the whole run while the stack's engine is up: 10 s later no
     engine process, no provider directory and no Milvus server-id file is left."""
     pytest.importorskip(module)
-    root = tmp_path / "tmp"
-    root.mkdir()
+    root = traversable_tmp
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x",
             "--pyargs", "nomnesia.suite", "--adapter", adapter,
             "--basetemp", str(tmp_path / "basetemp")]

@@ -23,6 +23,7 @@ from typing import Any
 from nomnesia.suite.errors import BackendUnavailable
 
 from ._base import Provider
+from .embedded import REDIS_MEMORY_FLAGS
 
 __all__ = ["SPECS", "ContainerSpec", "DockerProvider", "build_container", "container_name",
            "docker_available"]
@@ -60,6 +61,8 @@ class ContainerSpec:
         return f"{self.scheme}://{auth}{host}:{port}{self.path}"
 
 
+_MEMORY = " ".join(REDIS_MEMORY_FLAGS)  # as embedded: bounded, never evicting (G1)
+
 SPECS: dict[str, ContainerSpec] = {
     spec.engine: spec
     for spec in (
@@ -72,9 +75,10 @@ SPECS: dict[str, ContainerSpec] = {
             path="/postgres", userinfo="postgres:nomnesia",
         ),
         ContainerSpec("redis", "redis:8", 6379, "redis", log_ready=r"Ready to accept connections",
-                      command="redis-server --save '' --appendonly no", path="/0"),
+                      command="redis-server --save '' --appendonly no " + _MEMORY, path="/0"),
         ContainerSpec("redis-search", "redis/redis-stack-server:latest", 6379, "redis",
-                      log_ready=r"Ready to accept connections", path="/0"),
+                      log_ready=r"Ready to accept connections", env={"REDIS_ARGS": _MEMORY},
+                      path="/0"),
         ContainerSpec("valkey", "valkey/valkey-bundle:latest", 6379, "redis",
                       log_ready=r"Ready to accept connections", path="/0"),
         ContainerSpec("qdrant", "qdrant/qdrant:latest", 6333, "http",
