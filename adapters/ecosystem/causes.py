@@ -119,7 +119,7 @@ CAUSES: tuple[Cause, ...] = (
           "a write cannot be made conditional on what is stored, so two concurrent compactions "
           "both replace the same prefix: two summaries with one seq",
           "await asyncio.gather(compact(u), compact(u))  # two live summaries",
-          (r"^G(?:5 order: .* share seq|7 atomic compaction: .* shows 2 summaries)",), racy=True),
+          (r"^G(?:5 order: .* share seq|7 atomic compaction: .* shows \d+ summaries)",), racy=True),
     Cause("langgraph-postgres-jsonb-nul", ("langgraph-postgres",), ("Inputs", "G1"),
           "AsyncPostgresStore.abatch (value column is jsonb)",
           "PostgreSQL jsonb cannot hold \\u0000, so content with NUL is refused",
