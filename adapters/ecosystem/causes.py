@@ -87,8 +87,9 @@ CAUSES: tuple[Cause, ...] = (
           (r"^Inputs: .*\b\w+\.(?:user_id|content)='[^'\n]*\\ud[89a-f][0-9a-f]{2}[^'\n]*' "
            + _WRONG,), kind="mapping"),
     Cause("unchecked-content-type", _ALL, ("Inputs",),
-          "values are any JSON (BaseStore.aput) / pydantic-coerced (ChatMessage, "
-          "HumanMessage) / passed to str methods (AsyncMemory.add)",
+          "BaseStore.aput (any JSON value); AsyncMemory._add_to_vector_store (None stored, "
+          "1.split raises AttributeError); llama-index ChatMessage (bytes kept); "
+          "PGVectorStore.aadd_texts's embedder (bytes.encode raises AttributeError)",
           "content that is not a str (None, 1, b'text') is stored, or crashes inside the library "
           "(AttributeError), instead of raising TypeError",
           "append('u', 'user', None)  # accepted",
@@ -258,7 +259,8 @@ CAUSES: tuple[Cause, ...] = (
           "of it done", "task = create_task(m.delete_all(user_id='u')); <cancel>  "
           "# some memories deleted", (r"^G10 interruption:",)),
     Cause("mem0-coerces-ids", ("mem0",), ("Inputs",),
-          "mem0.memory.main._validate_and_trim_entity_id (str(value))",
+          "mem0.memory.main._validate_and_trim_entity_id (str(value)); for None, "
+          "mem0.memory.utils.process_telemetry_filters (None.encode)",
           "a non-str user id is coerced with str(): 1 and '1' are the same user (and None "
           "crashes with AttributeError or pydantic's ValidationError, not TypeError)",
           "await m.add('x', user_id=1, infer=False)  # stored for user '1'",
