@@ -18,7 +18,14 @@ import pytest
 from nomnesia.adapters.ecosystem import AUDITS
 from nomnesia.adapters.ecosystem.causes import CAUSES, classify
 from nomnesia.adapters.ecosystem.probes import PROBES
-from nomnesia.adapters.ecosystem.report import diff_findings, findings_block, findings_of, main
+from nomnesia.adapters.ecosystem.report import (
+    diff_findings,
+    failure_parts,
+    findings_block,
+    findings_of,
+    main,
+    render,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPECTED = ROOT / "adapters" / "ecosystem" / "expected.json"
@@ -106,6 +113,75 @@ def test_mem0_causes_are_told_apart() -> None:
     assert classify("mem0", refused) == ["mem0-refuses-whitespace-ids"]
     assert classify("mem0", dropped) == ["mem0-drops-system"]
 
+
+# One failure of the merged suite: every failing input as a block of its own (suite/_run.py
+# Attempts), then pytest's traceback. Shortened from a real mem0 run.
+MANY_INPUTS = """\
+Inputs: user id 'say "hi"': valid input refused: append_message('say "hi"', 'user', 'note 0') \
+raised ValueError: Invalid user_id: cannot contain whitespace. Provide a valid identifier.
+(3 failures among 67 user ids, each tried on its own and shown below with its own operations: \
+'say "hi"' (Inputs), 'ann ' (G9), '*' (G9))
+
+operations, oldest first:
+   25. append_message('say "hi"', 'user', 'note 0') -> raised ValueError: ...
+
+G9 isolation: user id 'ann ': get_history('ann ') returned an entry of another user: 'db50' \
+('note 0 of user number 0'), written for user 'ann'
+
+operations, oldest first:
+    1. append_message('ann', 'system', 'note 0 of user number 0') -> <system seq=1 id='db50'>
+
+G9 isolation: user id '*': forget('*') after compact('*') changed the history of 46 other users: \
+'ann', 'Ann'
+
+operations, oldest first:
+   33. forget('*') -> None
+
+test_inputs.py:129: in test_adversarial_user_ids_compact_and_forget_alone
+    'system' in the source of the test
+"""
+
+
+def test_a_failure_is_cut_into_its_violations() -> None:
+    parts = failure_parts(MANY_INPUTS)
+    assert [column for column, _ in parts] == ["Inputs", "G9", "G9"]
+    assert "test_inputs.py:129" not in parts[-1][1]
+
+
+def test_each_violation_is_classified_on_its_own() -> None:
+    """One test shows three causes; 'system' in another block does not make a G9 one G1."""
+    report = _report(("test_adversarial_user_ids", MANY_INPUTS))
+    found = findings_of("mem0", report)
+    assert found.keys == ["mem0-refuses-whitespace-ids", "mem0-trims-user-ids",
+                          "mem0-wildcard-user-id"]
+    assert found.broken["mem0-wildcard-user-id"] == {"G9"}
+    assert found.broken["mem0-refuses-whitespace-ids"] == {"Inputs"}
+
+
+def test_invalid_values_of_the_merged_suite_are_told_apart() -> None:
+    def keys(audit: str, line: str) -> list[str]:
+        return classify(audit, line)
+
+    head = "Inputs: append_message.content "
+    assert keys("langgraph-memory", head + "None: append_message.content=None was accepted") \
+        == ["unchecked-content-type"]
+    assert keys("langgraph-postgres", head + "'\\ud800': append_message.content='\\ud800' "
+                "raised InvalidTextRepresentation, not ValueError or TypeError") \
+        == ["unchecked-surrogates"]
+    assert keys("mem0", "Inputs: get_history.user_id 1: get_history.user_id=1 was accepted") \
+        == ["mem0-coerces-ids"]
+    assert keys("langchain-postgres", "Inputs: forget.user_id '\\x00': forget.user_id='\\x00' "
+                "raised DataError, not ValueError or TypeError") == ["unchecked-nul-user-id"]
+    assert keys("llama-index-redis", head + "None: rejecting append_message.content=None "
+                "changed the store's state") == ["llama-refused-content-half-written"]
+
+
+def test_a_cause_the_adapter_guards_against_says_why_only_its_probe_shows_it() -> None:
+    found = findings_of("langchain-postgres", _report(),
+                        probes={"langchain-k-bigint": "k=2**64 raised DataError"})
+    assert found.keys == ["langchain-k-bigint"]
+    doc = render({"langchain-postgres": found})
+    assert "the probe only (no suite test can reach it: the adapter clamps" in doc
 
 def test_every_cause_is_well_formed() -> None:
     keys = [c.key for c in CAUSES]

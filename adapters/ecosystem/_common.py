@@ -11,7 +11,9 @@ None of the audited libraries has the contract's ``seq``, ``covers`` or
   whatever the library offers; the adapters keep no lock of their own, so the
   library's lack of a conditional write stays visible;
 - ``limit`` and ``k`` are clamped to :data:`ALL` before they reach a library:
-  the contract has no upper bound, the libraries do.
+  the contract has no upper bound, the libraries do (so ``test_limits.py``
+  passes on every audit; ``probes.huge_limits`` shows what the clamp keeps
+  from the library: PostgreSQL ``LIMIT`` overflowing its bigint).
 
 Validation: the adapters check only the contract's own vocabulary (``role``,
 ``message_id``, ``limit``, ``k``, the query's type) with

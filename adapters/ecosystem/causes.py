@@ -12,8 +12,15 @@ the gap). A ``racy`` cause shows only under concurrent timing: a run that
 misses it does not count it as fixed.
 
 Some causes have a ``probe`` (``probes.py``): a targeted check run on the
-library through the adapter, for defects the suite reaches only once every
-adversarial input is tried independently (mem0's ``'*'``).
+library through the adapter. Probes confirm the suite's findings in a few
+calls, catch racy ones a run may miss, and show what the adapters guard
+against, which no suite test can reach (``unreachable``: huge ``limit``/``k``
+passed straight to a library, which the adapters clamp as SPEC.md asks).
+
+The suite reports every failing input of a test (and every anomaly of a
+concurrency run) as a block of its own, headed by its guarantee; ``report``
+classifies each block on its own (``report.failure_parts``), so ``match``
+patterns see one violation at a time.
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ class Cause:
     kind: str = "library"
     racy: bool = False
     """Shown only by concurrent timing, so a run may miss it: its absence is no fix."""
+    unreachable: str | None = None
+    """Why no suite test can show it (the adapter guards against it): only its probe does."""
 
     def matches(self, text: str) -> bool:
         return bool(self.match) and all(re.search(p, text, re.M) for p in self.match)
@@ -47,6 +56,10 @@ _ALL = ("langgraph-memory", "langgraph-postgres", "langchain-postgres", "mem0",
         "llama-index-redis", "llama-index-postgres")
 _CHATS = ("langchain-postgres", "llama-index-redis", "llama-index-postgres")
 _LLAMA = ("llama-index-redis", "llama-index-postgres")
+_TRIMMED = r"'(?:(?: |\\[ntr])[^'\n]*|[^'\n]*(?: |\\[ntr]))'"
+"""A quoted user id (as the suite prints it) with leading or trailing whitespace."""
+_WRONG = r"(?:was accepted|raised \w+, not ValueError or TypeError)"
+"""How the suite reports an invalid value that went through, or crashed with a library error."""
 
 CAUSES: tuple[Cause, ...] = (
     # --- shared by every library: what none of them has -------------------------------
@@ -62,7 +75,38 @@ CAUSES: tuple[Cause, ...] = (
           "no length limit on keys or values (aput, add, aadd_messages, async_add_message)",
           "user ids over 256 and contents over 65,536 code points are stored; the contract "
           "rejects them", "append('u' * 257, 'user', 'x')  # accepted",
-          (r"^Inputs: \w+\.(?:user_id|content)='(?:u|x|🧠){20,}.* was accepted",),
+          (r"^Inputs: .*\b\w+\.(?:user_id|content)='(?:u|x|🧠){20,}.* was accepted",),
+          kind="mapping"),
+    Cause("unchecked-surrogates", _ALL, ("Inputs",),
+          "no check that a str is valid Unicode (aput, aadd_messages, async_add_message, "
+          "AsyncMemory.add; PostgreSQL's text input)",
+          "a lone surrogate in a user id or content is not refused with ValueError: it is "
+          "stored as given, or PostgreSQL refuses it with its own error "
+          "(InvalidTextRepresentation, DBAPIError)",
+          "append('\\ud800', 'user', 'x')  # accepted, or a driver error",
+          (r"^Inputs: .*\b\w+\.(?:user_id|content)='[^'\n]*\\ud[89a-f][0-9a-f]{2}[^'\n]*' "
+           + _WRONG,), kind="mapping"),
+    Cause("unchecked-content-type", _ALL, ("Inputs",),
+          "BaseStore.aput (any JSON value); AsyncMemory._add_to_vector_store (None stored, "
+          "1.split raises AttributeError); llama-index ChatMessage (bytes kept); "
+          "PGVectorStore.aadd_texts's embedder (bytes.encode raises AttributeError)",
+          "content that is not a str (None, 1, b'text') is stored, or crashes inside the library "
+          "(AttributeError), instead of raising TypeError",
+          "append('u', 'user', None)  # accepted",
+          (r"^Inputs: .*\b\w+\.content=(?:None|1|b'text') " + _WRONG,), kind="mapping"),
+    Cause("unchecked-nul-user-id", ("mem0", *_CHATS), ("Inputs",),
+          "no check of NUL in keys (Qdrant payload, Redis key, PostgreSQL text)",
+          "a user id with NUL is not refused with ValueError: it is stored as given (Qdrant, "
+          "Redis), or PostgreSQL refuses it with DataError/DBAPIError",
+          "append('a\\x00b', 'user', 'x')  # accepted, or a driver error",
+          (r"^Inputs: .*\b\w+\.user_id='a?\\x00b?' " + _WRONG,), kind="mapping"),
+    Cause("search-filter-any-type", _CHATS, ("Inputs",),
+          "the metadata filter takes any value (PGVectorStore.asimilarity_search(filter=), "
+          "MetadataFilters/ExactMatchFilter)",
+          "a user id that is not a str goes into the vector store's filter unchecked: search "
+          "accepts None, 1 or ['ann'] (or the driver raises ProgrammingError)",
+          "search(None, 'x')  # returns [] instead of TypeError",
+          (r"^Inputs: .*\bsearch\.user_id=(?:None|1|1\.5|b'ann'|\['ann'\]) " + _WRONG,),
           kind="mapping"),
     # --- LangGraph ------------------------------------------------------------------------
     Cause("langgraph-dot-in-namespace", _LG, ("Inputs",),
@@ -76,12 +120,19 @@ CAUSES: tuple[Cause, ...] = (
           "a write cannot be made conditional on what is stored, so two concurrent compactions "
           "both replace the same prefix: two summaries with one seq",
           "await asyncio.gather(compact(u), compact(u))  # two live summaries",
-          (r"^G(?:5 order: .* share seq|7 atomic compaction: .* shows 2 summaries)",), racy=True),
+          (r"^G(?:5 order: .* share seq|7 atomic compaction: .* shows \d+ summaries)",), racy=True),
     Cause("langgraph-postgres-jsonb-nul", ("langgraph-postgres",), ("Inputs", "G1"),
           "AsyncPostgresStore.abatch (value column is jsonb)",
           "PostgreSQL jsonb cannot hold \\u0000, so content with NUL is refused",
           "await store.aput(('ns',), 'k', {'content': '\\x00'})  # UntranslatableCharacter",
           (r"raised UntranslatableCharacter",), probe="nul_content"),
+    Cause("langgraph-postgres-limit-bigint", ("langgraph-postgres",), ("Inputs",),
+          "langgraph.store.postgres.base.BasePostgresStore._prepare_batch_search_queries "
+          "(LIMIT %s; with a query, limit * 2 * vectors per doc + 1)",
+          "the limit goes into SQL LIMIT as a bigint: 2**64 and 10**30 raise "
+          "NumericValueOutOfRange, and a vector search over-fetches, so even 2**63-1 does",
+          "await store.asearch(('ns',), query='x', limit=2**63 - 1)  # bigint out of range",
+          probe="huge_limits", unreachable="the adapter clamps limit and k, as SPEC.md asks"),
     # --- langchain-postgres ---------------------------------------------------------------
     Cause("langchain-clear-then-add", ("langchain-postgres",),
           ("G1", "G3", "G4", "G5", "G6", "G7", "G10"),
@@ -103,6 +154,13 @@ CAUSES: tuple[Cause, ...] = (
           "later call on it fails with InFailedSqlTransaction",
           "await h.aadd_messages([HumanMessage('\\x00')]); await h.aget_messages()  "
           "# InFailedSqlTransaction", (r"InFailedSqlTransaction",), probe="nul_poisons"),
+    Cause("langchain-k-bigint", ("langchain-postgres",), ("Inputs",),
+          "langchain_postgres.v2.async_vectorstore.AsyncPGVectorStore.__query_collection "
+          "(LIMIT :dense_limit)",
+          "k goes into SQL LIMIT as a bigint: k=2**64 or 10**30 raises DataError "
+          "(NumericValueOutOfRange)",
+          "await vectors.asimilarity_search('x', k=2**64)  # bigint out of range",
+          probe="huge_limits", unreachable="the adapter clamps limit and k, as SPEC.md asks"),
     # --- chat store + vector index: two components, no transaction between them -----------
     Cause("two-writes-no-transaction", _CHATS, ("G10", "G11"),
           "chat history and vector store are separate writes "
@@ -116,16 +174,27 @@ CAUSES: tuple[Cause, ...] = (
     Cause("chat-accepts-empty-key", _CHATS, ("Inputs",),
           "no check of the session key (uuid5 of it, RedisChatStore/PostgresChatStore keys)",
           "an empty user id is stored like any other",
-          "append('', 'user', 'x')  # accepted", (r"^Inputs: \w+\.user_id='' was accepted",)),
+          "append('', 'user', 'x')  # accepted", (r"^Inputs: .*\b\w+\.user_id='' was accepted",)),
     # --- llama-index ----------------------------------------------------------------------
-    Cause("llama-set-messages-not-atomic", _LLAMA, ("G1", "G3", "G4", "G5", "G7", "G10"),
+    Cause("llama-refused-content-half-written", _LLAMA, ("Inputs", "G11"),
+          "async_add_message stores ChatMessage(content=None), then TextNode(text=None) raises "
+          "(two writes, the chat first)",
+          "content None or 1 is stored in the chat, then refused by the index: the append "
+          "raises, but the chat already holds it",
+          "append(u, 'user', None)  # raises ValidationError, the chat holds the message",
+          (r"^Inputs: .*\brejecting append_message\.content=\S+ changed the store's state",),
+          kind="mapping"),
+    Cause("llama-set-messages-not-atomic", _LLAMA,
+          ("G1", "G3", "G4", "G5", "G7", "G8", "G10"),
           "RedisChatStore.aset_messages (DELETE then RPUSH) / PostgresChatStore.aset_messages "
           "(whole-array overwrite)",
           "the only rewrite replaces the whole chat: on Redis a reader between DELETE and "
           "RPUSH sees nothing and a cancel between them wipes the chat; on both an append "
-          "that lands between the read and the overwrite is lost",
+          "that lands between the read and the overwrite is lost, and a forget that lands there is "
+          "undone (the overwrite writes the forgotten messages back)",
           "await chats.aset_messages(key, kept)  # concurrent async_add_message is lost",
           (r"^G(?:1 durability|3 read your writes|4 search|5 order|7 atomic compaction|"
+           r"8 forget: read \d+ .* written before forget|"
            r"10 interruption: an interrupted compaction)",), racy=True),
     Cause("llama-retry-race", _LLAMA, ("G6",),
           "BaseChatStore has no conditional append",
@@ -139,12 +208,14 @@ CAUSES: tuple[Cause, ...] = (
           "await index.as_retriever().aretrieve('')  # TypeError: NoneType * float",
           (r"search\([^)]*, '', k=\d+\) raised TypeError",)),
     # --- mem0 -----------------------------------------------------------------------------
-    Cause("mem0-wildcard-user-id", ("mem0",), ("G8", "G9"),
+    Cause("mem0-wildcard-user-id", ("mem0",), ("G9",),
           "mem0.vector_stores.qdrant.Qdrant._build_field_condition ('*' matches any value)",
           "user id '*' is a wildcard: get_all/search with user_id '*' return every user's "
           "memories, and delete_all(user_id='*') deletes every user's",
           "await m.delete_all(user_id='*')  # every user's memories are gone",
-          (r"^G(?:8 forget|9 isolation):.*'\*'",), probe="wildcard_user_id"),
+          # Both the wildcard read and the wildcard forget break isolation: the suite files
+          # forget('*') wiping other users under G9 (forget('*') itself keeps G8).
+          (r"^G9 isolation: user id '\*': ",), probe="wildcard_user_id"),
     Cause("mem0-wildcard-metadata", ("mem0",), ("G6", "Inputs"),
           "mem0.vector_stores.qdrant.Qdrant._build_field_condition ('*' matches any value)",
           "a metadata filter with the value '*' matches every memory, so looking up "
@@ -156,7 +227,7 @@ CAUSES: tuple[Cause, ...] = (
           "user ids are trimmed, so 'ann ' and 'ann' share memories",
           "await m.add('x', user_id='ann ', infer=False); "
           "await m.get_all(filters={'user_id': 'ann'})  # returns it",
-          (r"^G9 isolation: .*written for user '(?:[^']*(?: |\\[ntr])|(?: |\\[ntr])[^']*)'",),
+          (rf"^G9 isolation: (?:user id {_TRIMMED}: |.*written for user {_TRIMMED})",),
           probe="trimmed_user_id"),
     Cause("mem0-refuses-whitespace-ids", ("mem0",), ("Inputs",),
           "mem0.memory.main._validate_and_trim_entity_id",
@@ -188,10 +259,13 @@ CAUSES: tuple[Cause, ...] = (
           "of it done", "task = create_task(m.delete_all(user_id='u')); <cancel>  "
           "# some memories deleted", (r"^G10 interruption:",)),
     Cause("mem0-coerces-ids", ("mem0",), ("Inputs",),
-          "mem0.memory.main._validate_and_trim_entity_id (str(value))",
-          "a non-str user id is coerced with str(): 1 and '1' are the same user",
+          "mem0.memory.main._validate_and_trim_entity_id (str(value)); for None, "
+          "mem0.memory.utils.process_telemetry_filters (None.encode)",
+          "a non-str user id is coerced with str(): 1 and '1' are the same user (and None "
+          "crashes with AttributeError or pydantic's ValidationError, not TypeError)",
           "await m.add('x', user_id=1, infer=False)  # stored for user '1'",
-          (r"^Inputs: \w+\.user_id=(?:1|1\.5|b'ann'|\['ann'\]) was accepted",),
+          (r"^Inputs: .*\b\w+\.user_id=(?:(?:1|1\.5|b'ann'|\['ann'\]) was accepted|"
+           r"None raised \w+, not ValueError or TypeError)",),
           probe="coerced_user_id"),
     Cause("mem0-threads-local-qdrant", ("mem0",), ("G12",),
           "AsyncMemory (asyncio.to_thread) over qdrant_client local mode and SQLiteManager",

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-__all__ = ["PROBES", "run_probes"]
+__all__ = ["HUGE", "PROBES", "run_probes"]
 
 Opener = Callable[[], AbstractAsyncContextManager[Any]]
 Probe = Callable[[Opener], Awaitable[str | None]]
@@ -127,10 +127,60 @@ async def threads_local_qdrant(open_store: Opener) -> str | None:
     return None
 
 
+HUGE = {"2**31": 2**31, "2**63-1": 2**63 - 1, "2**64": 2**64, "10**30": 10**30}
+"""The suite's huge ``limit``/``k`` values (``nomnesia.suite.test_limits.HUGE``)."""
+
+
+def _library_calls(s: Any, user: str, value: int) -> dict[str, Callable[[], Awaitable[Any]]]:
+    """The library's own paged reads with ``value`` passed straight through (no clamp)."""
+    if hasattr(s, "memory"):  # mem0
+        return {"AsyncMemory.search(top_k=)": lambda: s.memory.search(
+                    "note", top_k=value, filters={"user_id": user}),
+                "AsyncMemory.get_all(top_k=)": lambda: s.memory.get_all(
+                    filters={"user_id": user}, top_k=value)}
+    if hasattr(s, "vectors"):  # langchain-postgres
+        return {"PGVectorStore.asimilarity_search(k=)": lambda: s.vectors.asimilarity_search(
+            "note", k=value, filter={"user_id": user})}
+    if hasattr(s, "index"):  # llama-index
+        return {"VectorIndexRetriever.aretrieve (similarity_top_k=)":
+                lambda: s.index.as_retriever(similarity_top_k=value).aretrieve("note")}
+    ns = s._ns(user)  # LangGraph
+    return {"BaseStore.asearch(query=, limit=)": lambda: s.store.asearch(
+                ns, query="note", limit=value),
+            "BaseStore.asearch(limit=)": lambda: s.store.asearch(ns, limit=value)}
+
+
+async def huge_limits(open_store: Opener) -> str | None:
+    """The library's search/list called with the suite's huge k/limit, past the adapter's clamp.
+
+    The adapters clamp ``limit`` and ``k`` (SPEC.md: a store clamps them itself),
+    so ``test_limits.py`` passes on every audit; this shows what the clamp
+    protects against. Each call is bounded (a library that allocates for ``k``
+    would show as a timeout, not as a stuck run).
+    """
+    failed = []
+    async with open_store() as s:
+        await s.append_message("ann", "user", "a note")
+        for name, value in HUGE.items():
+            for call, run in _library_calls(s, "ann", value).items():
+                try:
+                    await asyncio.wait_for(run(), 30)
+                except TimeoutError:
+                    failed.append(f"{call} with {name} did not return within 30 s")
+                except Exception as exc:
+                    failed.append(f"{call} with {name} raised {type(exc).__name__}: "
+                                  f"{str(exc).splitlines()[0][:120] if str(exc) else ''}")
+        try:  # the store still answers afterwards (no poisoned connection)
+            await s.get_history("ann", 10)
+        except Exception as exc:
+            failed.append(f"afterwards get_history('ann') raised {type(exc).__name__}")
+    return "; ".join(failed) or None
+
+
 PROBES: dict[str, Probe] = {p.__name__: p for p in (
     wildcard_user_id, trimmed_user_id, whitespace_user_id, system_dropped,
     history_keeps_forgotten, coerced_user_id, dot_in_user_id, nul_content, nul_poisons,
-    threads_local_qdrant)}
+    threads_local_qdrant, huge_limits)}
 
 
 async def run_probes(audit: str, open_store: Opener) -> dict[str, str | None]:

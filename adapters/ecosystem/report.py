@@ -30,10 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from nomnesia.suite.contract import Guarantee
+
 from . import AUDITS
 from .causes import CAUSES, Cause, classify
 
-__all__ = ["Findings", "diff_findings", "findings_of", "load_results", "main", "render"]
+__all__ = ["Findings", "diff_findings", "failure_parts", "findings_of", "load_results", "main",
+           "render"]
 
 COLUMNS = ("G1", "G2", "G3", "G4", "G5", "G6", "G7", "G8", "G9", "G10", "G11", "G12", "Inputs")
 FINDINGS_MARK = "<!-- findings (checked by tests/test_ecosystem.py against expected.json):"
@@ -57,6 +60,8 @@ class Findings:
     messages: dict[str, str] = field(default_factory=dict)
     failed_on: dict[str, list[str]] = field(default_factory=dict)
     """Test short id → the guarantees its failure named."""
+    broken: dict[str, set[str]] = field(default_factory=dict)
+    """Cause key → the guarantee columns its violations were reported under."""
     verdicts: dict[str, str] = field(default_factory=dict)
     versions: str = ""
     summary: dict[str, int] = field(default_factory=dict)
@@ -80,13 +85,45 @@ def _junit_texts(path: Path) -> dict[str, str]:
         cls = str(case.get("classname", ""))
         module, _, klass = cls.rpartition(".")
         key = f"{module.rpartition('.')[2]}.py::{klass}::{case.get('name')}"
-        texts[key] = f"{failure.get('message', '')}\n{failure.text or ''}"
+        # The element text is the whole report; the message attribute only its first lines.
+        texts[key] = failure.text or str(failure.get("message", ""))
     return texts
+
+
+_HEAD = re.compile(r"^(" + "|".join(re.escape(str(g)) for g in Guarantee) + r"): ", re.M)
+_TRAILER = re.compile(r"^\S+\.py:\d+: in \w+", re.M)
+"""Where pytest's traceback starts after a suite message (``test_inputs.py:129: in test_x``)."""
+
+
+def failure_parts(text: str) -> list[tuple[str, str]]:
+    """A failure's text cut into its violations: (guarantee column, that violation's text).
+
+    The suite reports every failing input of a test (and every anomaly of a
+    concurrency run) as a block that starts, at the beginning of a line, with
+    its guarantee (``G9 isolation: user id '*': ...``). Each block is classified
+    on its own, so one test can show several causes, and a cause's patterns are
+    never satisfied by pieces of two different blocks.
+    """
+    trailer = _TRAILER.search(text)
+    body = text[: trailer.start()] if trailer else text
+    heads = list(_HEAD.finditer(body))
+    if not heads:
+        return [("", body)] if body.strip() else []
+    parts = []
+    for head, after in zip(heads, [*heads[1:], None], strict=True):
+        name = head.group(1)
+        column = "Inputs" if name == "Inputs" else name.split()[0]
+        parts.append((column, body[head.start(): after.start() if after else len(body)]))
+    return parts
 
 
 def findings_of(audit: str, report: Mapping[str, Any], texts: Mapping[str, str] | None = None,
                 probes: Mapping[str, str | None] | None = None) -> Findings:
-    """Classify every failing test of one suite report; add the probes that reproduced."""
+    """Classify every violation of every failing test of one suite report; add the probes.
+
+    The full text comes from the JUnit XML when there is one, else from the
+    report's message. A violation no cause explains is ``unclassified:<test>``.
+    """
     texts = texts or {}
     found = Findings(audit, summary=dict(report.get("summary", {})))
     meta = report.get("meta", {})
@@ -95,12 +132,20 @@ def findings_of(audit: str, report: Mapping[str, Any], texts: Mapping[str, str] 
         if test.get("outcome") not in ("failed", "error"):
             continue
         tid = short_id(str(test["nodeid"]))
-        text = f"{test.get('message', '')}\n{texts.get(tid, '')}"
-        keys = classify(audit, text) or [f"unclassified:{tid}"]
-        for key in keys:
-            found.causes.setdefault(key, []).append(tid)
-        found.messages[tid] = str(test.get("message", ""))
-        found.failed_on[tid] = [str(g) for g in test.get("failed_guarantees", ())]
+        text = texts.get(tid) or str(test.get("message", ""))
+        named = [str(g) for g in test.get("failed_guarantees", ())]
+        for column, part in failure_parts(text) or [("", text)]:
+            keys = classify(audit, part) or [f"unclassified:{tid}"]
+            for key in keys:
+                tests = found.causes.setdefault(key, [])
+                if tid not in tests:
+                    tests.append(tid)
+                found.broken.setdefault(key, set()).update([column] if column else named)
+                if key.startswith("unclassified:"):
+                    found.messages.setdefault(tid, part.strip().splitlines()[0] if part.strip()
+                                              else "")
+        found.messages.setdefault(tid, str(test.get("message", "")))
+        found.failed_on[tid] = named
     for key, evidence in (probes or {}).items():
         if evidence:
             found.causes.setdefault(key, []).append("probe")
@@ -149,7 +194,7 @@ def _cell(findings: Findings, column: str) -> str:
     """The causes of the tests that failed on ``column``, and of probes that break it."""
     broken: set[str] = set()
     for key, tests in findings.causes.items():
-        by_test = any(column in findings.failed_on.get(t, ()) for t in tests if t != "probe")
+        by_test = column in findings.broken.get(key, ())
         by_probe = "probe" in tests and key in _BY_KEY and column in _BY_KEY[key].guarantees
         if by_test or by_probe:
             broken.add(key)
@@ -195,6 +240,9 @@ def render(findings: Mapping[str, Findings]) -> str:
         "shows; every other cause is the library's own behaviour. *probe* means a targeted",
         "reproduction (`adapters/ecosystem/probes.py`) confirmed it on the library. A *racy*",
         "cause shows only under concurrent timing: a run that misses it does not count as a fix.",
+        "The suite tries every input of a test on its own and reports each that fails as a",
+        "block of its own; each block is traced to its cause separately, so one test can show",
+        "several causes, and a cell names the causes reported under that guarantee.",
         "",
         "## Library × guarantee",
         "",
@@ -227,7 +275,8 @@ def render(findings: Mapping[str, Findings]) -> str:
             unseen = cause.racy and not findings[name].causes[cause.key]
             line += ", ".join(f"`{t}`" for t in shown[:6]) or (
                 "not seen in the last run (racy)" if unseen
-                else "the probe only (no suite test reached it yet)")
+                else f"the probe only (no suite test can reach it: {cause.unreachable})"
+                if cause.unreachable else "the probe only (no suite test reached it yet)")
             if len(shown) > 6:
                 line += f" and {len(shown) - 6} more"
             if cause.key in findings[name].evidence:
