@@ -541,7 +541,9 @@ class EmbeddedProvider(Provider):
         def attempt() -> None:
             if running.proc.poll() is not None:
                 log = _tail(running.log)
-                if "Address already in use" in log or "could not bind" in log:
+                # PostgreSQL and Redis say "Address already in use", Go (Milvus, etcd) in
+                # lower case: either way, another port.
+                if "address already in use" in log.lower() or "could not bind" in log:
                     raise _PortTaken(log)
                 raise BackendUnavailable(
                     running.engine, f"{describe_exit(running.proc.returncode)}:\n{log}")
