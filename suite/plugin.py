@@ -68,10 +68,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     metavar="N", help="seed of the randomised tests (default: random, printed)")
     group.addoption("--nomnesia-model-examples", dest="nomnesia_model_examples", type=int,
                     default=None, metavar="N",
-                    help="call sequences the model-based test tries per store (default 40)")
+                    help="call sequences the model-based test tries per store (default 50)")
     group.addoption("--nomnesia-model-steps", dest="nomnesia_model_steps", type=int,
                     default=None, metavar="N",
-                    help="calls per sequence of the model-based test, at most (default 15)")
+                    help="calls per sequence of the model-based test, at most (default 20)")
     group.addoption("--nemesis", dest="nomnesia_nemesis", metavar="KINDS", default=None,
                     help="also run the nemesis on --adapter: crash,pause,kill,net or all "
                          "(docs/nemesis.md)")
