@@ -79,7 +79,8 @@ __all__ = ["DEFAULT_EXAMPLES", "DEFAULT_STEPS", "ModelViolation", "StoreMachine"
 G1, G3, G4, G6, G7, G8 = (Guarantee.DURABILITY, Guarantee.READ_YOUR_WRITES, Guarantee.SEARCH,
                           Guarantee.IDEMPOTENT_APPENDS, Guarantee.ATOMIC_COMPACTION,
                           Guarantee.FORGET)
-G10, G12, INPUTS = Guarantee.INTERRUPTION, Guarantee.ERRORS, Guarantee.INPUTS
+G9, G10, G12 = Guarantee.ISOLATION, Guarantee.INTERRUPTION, Guarantee.ERRORS
+INPUTS = Guarantee.INPUTS
 
 DEFAULT_EXAMPLES = 50
 """Sequences tried per store (``--nomnesia-model-examples``): it runs on every stack."""
@@ -213,6 +214,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.first: dict[tuple[str, str], tuple[Any, ...]] = {}
         self._own_calls = 1  # store calls a step makes before its checks (a prefill makes n)
         self.invalid_calls = invalid_calls
+        self.appended_longest = False
         self._stack = AsyncExitStack()
         log = OpLog()
         try:
@@ -298,7 +300,12 @@ class StoreMachine(RuleBasedStateMachine):
         return history
 
     async def _read(self, user: str) -> list[EntryLike]:
-        return await self.s.get_history(user, len(self.live.get(user, ())) + 10)
+        """The whole live history, for before/after comparisons (another user's entry is G9)."""
+        got = await self.s.get_history(user, len(self.live.get(user, ())) + 10)
+        other = next((e.user_id for e in got if e.user_id != user), None)
+        expect(other is None, G9, f"get_history({user!r}) returned an entry of user {other!r}",
+               self.s.log)
+        return got
 
     # ------------------------------------------------------------------ rules
 
@@ -319,8 +326,11 @@ class StoreMachine(RuleBasedStateMachine):
     def append(self, user: str, role: str, content: str) -> None:
         self._step(self._append(user, role, content, None))
 
+    @precondition(lambda self: not self.appended_longest)
     @rule(user=USERS, content=st.sampled_from(_LONGEST))
     def append_longest(self, user: str, content: str) -> None:
+        """Once per sequence: embedding 65,536 code points is the slowest thing a store does."""
+        self.appended_longest = True
         self._step(self._append(user, "user", content, None))
 
     @rule(target=with_id, user=USERS, role=ROLE, content=CONTENTS, message_id=MESSAGE_IDS)
