@@ -160,8 +160,8 @@ class _Loop:
         """Run ``coro`` to completion on the loop, bounded as above (or by ``limit``)."""
         if limit is None:
             limit = settings.op_timeout
-        elif self.hangs:
-            limit = min(limit, max(0.5, 20 * statistics.median(self.durations or [0.0])))
+            if self.hangs:
+                limit = min(limit, max(0.5, 20 * statistics.median(self.durations or [0.0])))
         task = self.loop.create_task(coro)
         start = time.monotonic()
         self.loop.run_until_complete(asyncio.wait({task}, timeout=limit))
@@ -273,7 +273,9 @@ class StoreMachine(RuleBasedStateMachine):
                               evidence=evidence)
 
     def teardown(self) -> None:
-        self._run(self._stack.aclose(), self.s.log, "closing the store", settings.timeout)
+        # After a hang, closing the store may hang too: then it gets a step's bound.
+        limit = None if self._loop.hangs else settings.timeout
+        self._run(self._stack.aclose(), self.s.log, "closing the store", limit)
 
     async def _check(self, user: str) -> list[EntryLike]:
         """``check_user``, with its search probes limited to contents of a normal size.
