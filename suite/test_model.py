@@ -172,10 +172,13 @@ class _Loop:
         pending = "; ".join(f"{op.call} (for {now - op.started:.1f}s)" for op in log.in_flight())
         task.cancel()
         self.loop.run_until_complete(asyncio.wait({task}, timeout=2.0))
+        shrinking = (f" (while shrinking; the first hang waited the full "
+                     f"--nomnesia-op-timeout of {settings.op_timeout:g}s)" if self.hangs else "")
         self.hangs += 1
         raise GuaranteeViolation(
-            G12, f"{what} did not finish within {limit:g}s (in flight: {pending or 'nothing'}). "
-                 "A store must raise within a bounded time, never hang", log)
+            G12, f"{what} did not finish within {limit:g}s{shrinking} (in flight: "
+                 f"{pending or 'nothing'}). A store must raise within a bounded time, never hang",
+            log)
 
     def close(self) -> None:
         loop = self.loop
