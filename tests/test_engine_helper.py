@@ -101,3 +101,31 @@ def test_outside_pytest_open_a_session_yourself() -> None:
     assert current_session() is not engines  # the outer (this run's) session is back
     with pytest.raises(RuntimeError, match="closed"):
         engines.url("redis")
+
+
+def test_each_xdist_worker_gets_its_own_engine(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    out = pytester.path / "urls"
+    out.mkdir()
+    pytester.makepyfile(f"""
+        import os
+        import pathlib
+        import pytest
+        from nomnesia.suite import engine_url
+
+        @pytest.mark.parametrize("i", range(4))
+        def test_url(i):
+            worker = os.environ["PYTEST_XDIST_WORKER"]
+            path = pathlib.Path({str(out)!r}) / f"{{worker}}-{{i}}.url"
+            path.write_text(engine_url("redis"))
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2",
+                                           "--dist", "loadgroup", "--backends", "embedded")
+    result.assert_outcomes(passed=4)
+    urls: dict[str, set[str]] = {}
+    for path in out.glob("gw*-*.url"):
+        urls.setdefault(path.name.split("-")[0], set()).add(path.read_text())
+    if len(urls) < 2:
+        pytest.skip("xdist ran every test on one worker")
+    assert all(len(seen) == 1 for seen in urls.values()), urls  # one engine per worker
+    assert len(set().union(*urls.values())) == len(urls), urls  # not shared between workers
