@@ -16,6 +16,7 @@ from .contract import (
     Guarantee,
     MemoryStore,
 )
+from .engines import engine_session, engine_url
 from .errors import (
     BackendTimeout,
     BackendUnavailable,
@@ -39,4 +40,6 @@ __all__ = [
     "MemoryStoreError",
     "StoreClosed",
     "UnknownAdapter",
+    "engine_session",
+    "engine_url",
 ]

@@ -72,6 +72,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     default=3, metavar="N|all",
                     help="anomalies a concurrency failure prints (default 3; the JSON report "
                          "keeps them all)")
+    group.addoption("--nomnesia-model-examples", dest="nomnesia_model_examples", type=int,
+                    default=None, metavar="N",
+                    help="call sequences the model-based test tries per store (default 50)")
+    group.addoption("--nomnesia-model-steps", dest="nomnesia_model_steps", type=int,
+                    default=None, metavar="N",
+                    help="calls per sequence of the model-based test, at most (default 20)")
     group.addoption("--nemesis", dest="nomnesia_nemesis", metavar="KINDS", default=None,
                     help="also run the nemesis on --adapter: crash,pause,kill,net or all "
                          "(docs/nemesis.md)")
@@ -163,6 +169,7 @@ def pytest_configure(config: pytest.Config) -> None:
     reporting.configure(config)
     from . import _run  # light: the subclass pattern needs the settings too
 
+    _install_engines(config)
     _run.settings.timeout = float(config.getoption("nomnesia_timeout", 120.0))
     _run.settings.op_timeout = float(config.getoption("nomnesia_op_timeout", 30.0))
     _run.settings.seed = int(seed)
@@ -170,6 +177,33 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _SEED = pytest.StashKey[int]()
+_ENGINES = pytest.StashKey[Any]()  # the session's nomnesia.suite.engines.EngineSession
+_UNINSTALL = pytest.StashKey[Callable[[], None]]()
+
+
+def _install_engines(config: pytest.Config) -> None:
+    """One engine provider per session (so per xdist worker), made on first use.
+
+    The built-in stacks and ``nomnesia.suite.engines.engine_url`` (what a
+    ``--store`` factory calls) share it; it closes in ``pytest_unconfigure``.
+    """
+    from . import engines
+
+    def make() -> Any:
+        from nomnesia.adapters.engines import get_provider  # the plugin may import adapters
+
+        return _settle(get_provider(_backends(config)))
+
+    session = engines.EngineSession(make)
+    config.stash[_ENGINES] = session
+    config.stash[_UNINSTALL] = engines.install(session)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    uninstall = config.stash.get(_UNINSTALL, None)
+    if uninstall is not None:
+        uninstall()
+        config.stash[_ENGINES].close()
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -224,6 +258,16 @@ def nomnesia_seed(request: pytest.FixtureRequest) -> int:
 
 
 @pytest.fixture(scope="session")
+def nomnesia_engines(request: pytest.FixtureRequest) -> Any:
+    """This session's (this xdist worker's) engines: ``nomnesia_engines.url("postgres")``.
+
+    The same as ``nomnesia.suite.engines.engine_url`` in a ``--store`` factory:
+    one provider (``--backends``), engines started on first use, stopped at the end.
+    """
+    return request.config.stash[_ENGINES]
+
+
+@pytest.fixture(scope="session")
 def nomnesia_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]]:
     """The factory chosen on the command line; the suite's default ``store`` fixture."""
     config = request.config
@@ -238,22 +282,17 @@ def nomnesia_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]
 
     provider = None
     if ADAPTERS[adapter].engines:
-        # One provider (one set of engines) per session or xdist worker; every
-        # store gets its own namespace in it.
-        from nomnesia.adapters.engines import SERVER_ONLY, get_provider
+        # One provider (one set of engines) per session or xdist worker, shared
+        # with engine_url(); every store gets its own namespace in it.
+        from nomnesia.adapters.engines import SERVER_ONLY
 
-        provider = _settle(get_provider(_backends(config)))
+        provider = config.stash[_ENGINES].provider
         server_only = SERVER_ONLY.intersection(ADAPTERS[adapter].engines)
         if getattr(provider, "kind", None) == "embedded" and server_only:
-            _settle(provider.close())
             pytest.skip(f"adapter {adapter!r} needs {', '.join(sorted(server_only))}, which no "
                         "wheel ships: run with --backends docker where Docker answers, or "
                         "--backends external with its NOMNESIA_*_URL set")
-    try:
-        yield partial(open_store, adapter, provider=provider)
-    finally:
-        if provider is not None:
-            _settle(provider.close())
+    yield partial(open_store, adapter, provider=provider)
 
 
 # --------------------------------------------------------------------------- reporting

@@ -48,6 +48,7 @@ from .test_contract import TestContract
 from .test_inputs import TestInputs, TestInvalidInputs
 from .test_interruption import TestInterruption
 from .test_limits import TestLimits
+from .test_model import TestModel
 
 __all__ = ["MemoryStoreSuite", "StoreTests", "suite_test"]
 
@@ -55,12 +56,13 @@ if importlib.util.find_spec(f"{__package__}.test_concurrency") is not None:
     from .test_concurrency import TestConcurrency
 
     class MemoryStoreSuite(
-        TestContract, TestInputs, TestInvalidInputs, TestLimits, TestInterruption,
+        TestContract, TestInputs, TestInvalidInputs, TestLimits, TestInterruption, TestModel,
         TestConcurrency):  # type: ignore[misc,unused-ignore]
         """Every test of the conformance suite; override ``store`` to run it on your store."""
 
 else:  # pragma: no cover - only while the concurrency tests are being written
 
     class MemoryStoreSuite(  # type: ignore[no-redef]
-            TestContract, TestInputs, TestInvalidInputs, TestLimits, TestInterruption):
+            TestContract, TestInputs, TestInvalidInputs, TestLimits, TestInterruption,
+            TestModel):
         """Every test of the conformance suite; override ``store`` to run it on your store."""
