@@ -17,7 +17,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from nomnesia.suite.contract import SUMMARY_ROLE, Capabilities, ConsistencyReport, Difference, Entry
+from nomnesia.suite.contract import (
+    Capabilities,
+    ConsistencyReport,
+    Difference,
+    Entry,
+    summary_of,
+)
 from nomnesia.suite.errors import StoreClosed
 from nomnesia.suite.validation import (
     validate_append,
@@ -149,11 +155,7 @@ class InMemoryStore:
                 return None
             prefix = user.live[: len(user.live) - self.keep_last]
             content = await self._summarizer.summarize(user_id, prefix)
-            covers: list[str] = []
-            for entry in prefix:
-                covers.extend(entry.covers if entry.role == SUMMARY_ROLE else (entry.id,))
-            summary = Entry(f"summary-{uuid.uuid4().hex}", user_id, prefix[-1].seq,
-                            SUMMARY_ROLE, content, tuple(covers))
+            summary = summary_of(f"summary-{uuid.uuid4().hex}", prefix, content)
             user.live = (summary, *user.live[len(prefix):])
             for entry in prefix:
                 self._vectors.pop((user_id, entry.id), None)

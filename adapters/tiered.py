@@ -39,7 +39,13 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
 
-from nomnesia.suite.contract import SUMMARY_ROLE, Capabilities, ConsistencyReport, Difference, Entry
+from nomnesia.suite.contract import (
+    Capabilities,
+    ConsistencyReport,
+    Difference,
+    Entry,
+    summary_of,
+)
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, MemoryStoreError, StoreClosed
 from nomnesia.suite.failpoints import failpoint
 from nomnesia.suite.validation import (
@@ -401,11 +407,7 @@ class TieredMemoryStore:
             return None
         prefix = live[: len(live) - self.keep_last]
         content = await self._summarizer.summarize(user_id, prefix)
-        covers: list[str] = []
-        for entry in prefix:
-            covers.extend(entry.covers if entry.role == SUMMARY_ROLE else (entry.id,))
-        summary = Entry(f"summary-{uuid.uuid4().hex}", user_id, prefix[-1].seq,
-                        SUMMARY_ROLE, content, tuple(covers))
+        summary = summary_of(f"summary-{uuid.uuid4().hex}", prefix, content)
         return prefix, summary, await self._vectors([summary])
 
     async def _commit_compaction(self, user_id: str, guard: _Guard,

@@ -10,7 +10,7 @@ stores use.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -93,6 +93,20 @@ class Entry:
     @property
     def is_summary(self) -> bool:
         return self.role == SUMMARY_ROLE
+
+
+def summary_of(summary_id: str, prefix: Sequence[EntryLike], content: str) -> Entry:
+    """The summary that replaces ``prefix`` (oldest first), as SPEC defines it.
+
+    It takes the position of the newest entry it covers (G5), and ``covers`` every
+    message id of the prefix, through earlier summaries, never a summary's own id
+    (G1, G2): the one place stores build it, so they cannot disagree on it.
+    """
+    covers: list[str] = []
+    for entry in prefix:
+        covers.extend(entry.covers if entry.role == SUMMARY_ROLE else (entry.id,))
+    return Entry(summary_id, prefix[-1].user_id, prefix[-1].seq, SUMMARY_ROLE, content,
+                 tuple(covers))
 
 
 @dataclass(frozen=True, slots=True)
