@@ -222,3 +222,46 @@ def test_mem0_findings_of_issue_13_are_expected(key: str) -> None:
 
 def test_the_document_covers_four_libraries_at_least() -> None:
     assert len(json.loads(EXPECTED.read_text(encoding="utf-8"))) >= 4
+
+
+# A failure of suite/test_model.py: one block headed by its guarantee, then the shrunk call
+# sequence, numbered. Shortened from a real langgraph-memory run.
+MODEL_FAILURE = """\
+Inputs: an invalid content 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx was \
+accepted, not rejected with ValueError or TypeError
+
+the smallest call sequence Hypothesis found, 1 calls on a fresh store (seed 2178745034: replay \
+with --nomnesia-seed 2178745034):
+    1. append_message('ann', 'user', 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...(65537 chars)) -> \
+<user seq=1796122832913278 id='c17c' 'xxxxxxxxxxxxxxxxxxxxxxxxxxx...(65537 chars)>
+"""
+
+
+def test_model_test_failures_are_traced_like_the_input_tests() -> None:
+    assert classify("langgraph-memory", MODEL_FAILURE) == ["contract-limits"]
+
+    def model(line: str) -> str:
+        return f"Inputs: {line}\n\nthe smallest call sequence Hypothesis found, 2 calls:\n"
+
+    assert classify("mem0", model("an invalid user_id 1 was accepted, not rejected with "
+                                  "ValueError or TypeError")) == ["mem0-coerces-ids"]
+    assert classify("langchain-postgres", model("an invalid user_id '' was accepted, not "
+                                                "rejected with ValueError or TypeError")) \
+        == ["chat-accepts-empty-key"]
+    assert classify("langgraph-memory", model("an invalid content None was accepted, not "
+                                              "rejected with ValueError or TypeError")) \
+        == ["unchecked-content-type"]
+    assert classify("llama-index-redis", model("a call rejected for its content changed the "
+                                               "history (written before the check?)")) \
+        == ["llama-refused-content-half-written"]
+
+
+def test_the_wildcard_user_id_shows_under_forget_and_isolation() -> None:
+    """Issue 13: forget('*') deletes other users' memories (G8), reading '*' all (G9)."""
+    found = findings_of("mem0", _report(), probes={
+        "mem0-wildcard-user-id": "forget('*') deleted the entries of 'ann' and 'bob'"})
+    row = next(line for line in render({"mem0": found}).splitlines()
+               if line.startswith("| mem0"))
+    cells = dict(zip(("G1", "G2", "G3", "G4", "G5", "G6", "G7", "G8", "G9", "G10", "G11", "G12",
+                      "Inputs"), [c.strip() for c in row.strip("|").split("|")[3:]], strict=True))
+    assert "(#mem0-wildcard-user-id)" in cells["G8"] and "(#mem0-wildcard-user-id)" in cells["G9"]
