@@ -110,6 +110,9 @@ def test_mem0_causes_are_told_apart() -> None:
     dropped = ("G1 durability: acknowledged appends are neither live nor covered: ['i']\n"
                "  3. append_message('ann', 'system', 'm') -> <system seq=3 id='i' 'm'>")
     assert classify("mem0", trimmed) == ["mem0-trims-user-ids"]
+    quoted = ("G9 isolation: user id \"🧠ß*' \": get_history(\"🧠ß*' \") returned an entry of "
+              "another user: '3a64' ('note 0 of user number 3'), written for user \"🧠ß*'\"")
+    assert classify("mem0", quoted) == ["mem0-trims-user-ids"]
     assert classify("mem0", refused) == ["mem0-refuses-whitespace-ids"]
     assert classify("mem0", dropped) == ["mem0-drops-system"]
 

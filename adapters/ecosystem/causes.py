@@ -56,8 +56,10 @@ _ALL = ("langgraph-memory", "langgraph-postgres", "langchain-postgres", "mem0",
         "llama-index-redis", "llama-index-postgres")
 _CHATS = ("langchain-postgres", "llama-index-redis", "llama-index-postgres")
 _LLAMA = ("llama-index-redis", "llama-index-postgres")
-_TRIMMED = r"'(?:(?: |\\[ntr])[^'\n]*|[^'\n]*(?: |\\[ntr]))'"
-"""A quoted user id (as the suite prints it) with leading or trailing whitespace."""
+_TRIMMED = (r"(?:'(?:(?: |\\[ntr])[^'\n]*|[^'\n]*(?: |\\[ntr]))'"
+            r'|"(?:(?: |\\[ntr])[^"\n]*|[^"\n]*(?: |\\[ntr]))")')
+"""A quoted user id (as the suite prints it: its repr, in double quotes when it holds a
+single quote) with leading or trailing whitespace."""
 _WRONG = r"(?:was accepted|raised \w+, not ValueError or TypeError)"
 """How the suite reports an invalid value that went through, or crashed with a library error."""
 
