@@ -268,3 +268,21 @@ def test_the_wildcard_user_id_shows_under_forget_and_isolation() -> None:
     cells = dict(zip(("G1", "G2", "G3", "G4", "G5", "G6", "G7", "G8", "G9", "G10", "G11", "G12",
                       "Inputs"), [c.strip() for c in row.strip("|").split("|")[3:]], strict=True))
     assert "(#mem0-wildcard-user-id)" in cells["G8"] and "(#mem0-wildcard-user-id)" in cells["G9"]
+
+
+def test_concurrency_anomalies_of_compaction_rewrites_are_traced() -> None:
+    """Racy anomalies seen on the audits: a retry after its message was covered, a forget a
+    compaction undid, an append a compaction overwrote in the chat but not in the index."""
+    retry = ("G6 idempotent appends: retry append 289 of append 271 returned seq 17, not the "
+             "existing entry's 13\n     271 p2   invoke append  'anna' ('user', 'x', 'm')\n")
+    assert classify("langchain-postgres", retry) == ["covered-retry"]
+    conflict = ("G6 idempotent appends: append 41 and append 55 reuse message_id 'm' with "
+                "different role or content, and both succeed\n"
+                "      41 p4   invoke append  'Ann' ('system', 'x', 'm')\n")
+    assert classify("mem0", conflict) == ["covered-retry", "mem0-drops-system"]
+    forget = ("G8 forget: read 173 (limit 3) returns m:5/4, written before forget 119 started\n"
+              "      91 p5   invoke append  'Ann' ('user', 'p5 n4', 'm:5/4')\n")
+    assert classify("langchain-postgres", forget) == ["langchain-clear-then-add"]
+    index = ("G11 quiescent consistency: consistent_state('a%') is falsy at quiescence: "
+             "inconsistent for user 'a%':\n  - entry '4065d297' extra in PGVectorStore\n")
+    assert classify("langchain-postgres", index) == ["langchain-clear-then-add"]
