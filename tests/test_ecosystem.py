@@ -110,6 +110,9 @@ def test_mem0_causes_are_told_apart() -> None:
     dropped = ("G1 durability: acknowledged appends are neither live nor covered: ['i']\n"
                "  3. append_message('ann', 'system', 'm') -> <system seq=3 id='i' 'm'>")
     assert classify("mem0", trimmed) == ["mem0-trims-user-ids"]
+    quoted = ("G9 isolation: user id \"🧠ß*' \": get_history(\"🧠ß*' \") returned an entry of "
+              "another user: '3a64' ('note 0 of user number 3'), written for user \"🧠ß*'\"")
+    assert classify("mem0", quoted) == ["mem0-trims-user-ids"]
     assert classify("mem0", refused) == ["mem0-refuses-whitespace-ids"]
     assert classify("mem0", dropped) == ["mem0-drops-system"]
 
@@ -222,3 +225,64 @@ def test_mem0_findings_of_issue_13_are_expected(key: str) -> None:
 
 def test_the_document_covers_four_libraries_at_least() -> None:
     assert len(json.loads(EXPECTED.read_text(encoding="utf-8"))) >= 4
+
+
+# A failure of suite/test_model.py: one block headed by its guarantee, then the shrunk call
+# sequence, numbered. Shortened from a real langgraph-memory run.
+MODEL_FAILURE = """\
+Inputs: an invalid content 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx was \
+accepted, not rejected with ValueError or TypeError
+
+the smallest call sequence Hypothesis found, 1 calls on a fresh store (seed 2178745034: replay \
+with --nomnesia-seed 2178745034):
+    1. append_message('ann', 'user', 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...(65537 chars)) -> \
+<user seq=1796122832913278 id='c17c' 'xxxxxxxxxxxxxxxxxxxxxxxxxxx...(65537 chars)>
+"""
+
+
+def test_model_test_failures_are_traced_like_the_input_tests() -> None:
+    assert classify("langgraph-memory", MODEL_FAILURE) == ["contract-limits"]
+
+    def model(line: str) -> str:
+        return f"Inputs: {line}\n\nthe smallest call sequence Hypothesis found, 2 calls:\n"
+
+    assert classify("mem0", model("an invalid user_id 1 was accepted, not rejected with "
+                                  "ValueError or TypeError")) == ["mem0-coerces-ids"]
+    assert classify("langchain-postgres", model("an invalid user_id '' was accepted, not "
+                                                "rejected with ValueError or TypeError")) \
+        == ["chat-accepts-empty-key"]
+    assert classify("langgraph-memory", model("an invalid content None was accepted, not "
+                                              "rejected with ValueError or TypeError")) \
+        == ["unchecked-content-type"]
+    assert classify("llama-index-redis", model("a call rejected for its content changed the "
+                                               "history (written before the check?)")) \
+        == ["llama-refused-content-half-written"]
+
+
+def test_the_wildcard_user_id_shows_under_forget_and_isolation() -> None:
+    """Issue 13: forget('*') deletes other users' memories (G8), reading '*' all (G9)."""
+    found = findings_of("mem0", _report(), probes={
+        "mem0-wildcard-user-id": "forget('*') deleted the entries of 'ann' and 'bob'"})
+    row = next(line for line in render({"mem0": found}).splitlines()
+               if line.startswith("| mem0"))
+    cells = dict(zip(("G1", "G2", "G3", "G4", "G5", "G6", "G7", "G8", "G9", "G10", "G11", "G12",
+                      "Inputs"), [c.strip() for c in row.strip("|").split("|")[3:]], strict=True))
+    assert "(#mem0-wildcard-user-id)" in cells["G8"] and "(#mem0-wildcard-user-id)" in cells["G9"]
+
+
+def test_concurrency_anomalies_of_compaction_rewrites_are_traced() -> None:
+    """Racy anomalies seen on the audits: a retry after its message was covered, a forget a
+    compaction undid, an append a compaction overwrote in the chat but not in the index."""
+    retry = ("G6 idempotent appends: retry append 289 of append 271 returned seq 17, not the "
+             "existing entry's 13\n     271 p2   invoke append  'anna' ('user', 'x', 'm')\n")
+    assert classify("langchain-postgres", retry) == ["covered-retry"]
+    conflict = ("G6 idempotent appends: append 41 and append 55 reuse message_id 'm' with "
+                "different role or content, and both succeed\n"
+                "      41 p4   invoke append  'Ann' ('system', 'x', 'm')\n")
+    assert classify("mem0", conflict) == ["covered-retry", "mem0-drops-system"]
+    forget = ("G8 forget: read 173 (limit 3) returns m:5/4, written before forget 119 started\n"
+              "      91 p5   invoke append  'Ann' ('user', 'p5 n4', 'm:5/4')\n")
+    assert classify("langchain-postgres", forget) == ["langchain-clear-then-add"]
+    index = ("G11 quiescent consistency: consistent_state('a%') is falsy at quiescence: "
+             "inconsistent for user 'a%':\n  - entry '4065d297' extra in PGVectorStore\n")
+    assert classify("langchain-postgres", index) == ["langchain-clear-then-add"]
