@@ -158,6 +158,11 @@ class MilvusIndex(SelfCheckingByCompleteness):
                                  "grpc.min_reconnect_backoff_ms": 100,
                                  "grpc.max_reconnect_backoff_ms": 1000}}
 
+    # Every call carries the store's timeout as its gRPC deadline: a call the store
+    # gave up on (``Calls``) must end, since every later call of this index waits for
+    # it. Without a deadline a call sent into a network black hole never ended, and
+    # the nemesis saw the store fail everything from then on.
+
     async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
         check_batch(entries, vectors, self.dim)
         if not entries:
@@ -165,7 +170,8 @@ class MilvusIndex(SelfCheckingByCompleteness):
         rows = [{"pk": str(point_uuid(e.user_id, e.id)), "user_key": user_key(e.user_id),
                  "user_id": e.user_id, "entry_id": e.id, "vec": [float(x) for x in v]}
                 for e, v in zip(entries, vectors, strict=True)]
-        await self._calls(self.timeout, self._client().upsert(self.namespace, rows))
+        await self._calls(self.timeout, self._client().upsert(self.namespace, rows,
+                                                                      timeout=self.timeout))
         await self._wrote(len(rows))
 
     async def _wrote(self, rows: int) -> None:
@@ -187,7 +193,8 @@ class MilvusIndex(SelfCheckingByCompleteness):
         if not entry_ids:
             return
         pks = [str(point_uuid(user_id, i)) for i in entry_ids]
-        await self._calls(self.timeout, self._client().delete(self.namespace, ids=pks))
+        await self._calls(self.timeout, self._client().delete(self.namespace, ids=pks,
+                                                                      timeout=self.timeout))
         await self._wrote(len(pks))
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
@@ -196,7 +203,8 @@ class MilvusIndex(SelfCheckingByCompleteness):
         expr, params = self._filter(user_id)
         hits = await self._calls(self.timeout, self._client().search(
             self.namespace, [[float(x) for x in vector]], limit=min(k, _PAGE), filter=expr,
-            filter_params=params, output_fields=_FIELDS, anns_field="vec"))
+            filter_params=params, output_fields=_FIELDS, anns_field="vec",
+            timeout=self.timeout))
         return [str(h["entity"]["entry_id"]) for h in hits[0]
                 if h["entity"].get("user_id") == user_id]
 
@@ -204,7 +212,7 @@ class MilvusIndex(SelfCheckingByCompleteness):
         expr, params = self._filter(user_id)
         rows = await self._calls(self.timeout, self._client().query(
             self.namespace, filter=expr, filter_params=params, output_fields=_FIELDS,
-            limit=_PAGE))
+            limit=_PAGE, timeout=self.timeout))
         if len(rows) >= _PAGE:  # more than one query can return: iterate (rare)
             rows = await self._calls(self.timeout * 10,
                                  asyncio.to_thread(self._iterate, expr, params))
@@ -225,7 +233,7 @@ class MilvusIndex(SelfCheckingByCompleteness):
     async def delete_user(self, user_id: str) -> None:
         expr, params = self._filter(user_id)
         await self._calls(self.timeout, self._client().delete(
-            self.namespace, filter=expr, filter_params=params))
+            self.namespace, filter=expr, filter_params=params, timeout=self.timeout))
 
     async def drop(self) -> None:
         if self._sync is not None:
