@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -34,12 +33,7 @@ def _port(url: str) -> int:
     return port
 
 
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-    except OSError:
-        return False
-    return True
+_listening = embedded_module._listening
 
 
 def _alive(processes: list[psutil.Process]) -> list[psutil.Process]:

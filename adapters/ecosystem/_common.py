@@ -29,7 +29,7 @@ import itertools
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -52,6 +52,7 @@ __all__ = [
     "covers_of",
     "embedder",
     "next_seq",
+    "retried",
     "summarize",
     "vector_id",
 ]
@@ -91,6 +92,20 @@ _embedder = HashingEmbedder(DIM)
 def embedder() -> HashingEmbedder:
     """The deterministic hashing embedder, shared (it is stateless)."""
     return _embedder
+
+
+def retried(entries: Iterable[Entry], message_id: str, role: str, content: str) -> Entry | None:
+    """The entry an idempotent retry returns (G6), None if ``message_id`` is new.
+
+    The libraries keep no index by message id, so the adapters scan the user's
+    entries; a retry with other role or content is refused, as SPEC asks.
+    """
+    for existing in entries:
+        if existing.id == message_id:
+            if (existing.role, existing.content) != (role, content):
+                raise ValueError(f"message_id {message_id!r} already holds other content")
+            return existing
+    return None
 
 
 def covers_of(prefix: Sequence[EntryLike]) -> tuple[str, ...]:

@@ -56,6 +56,7 @@ from ._common import (
     embedder,
     entry,
     next_seq,
+    retried,
     summarize,
     vector_id,
 )
@@ -118,11 +119,9 @@ class LlamaIndexStore(AuditStore):
                              *, message_id: str | None = None) -> Entry:
         role, message_id = check_append(role, message_id)
         if message_id is not None:
-            for existing in await self._entries(user_id):
-                if existing.id == message_id:
-                    if (existing.role, existing.content) != (role, content):
-                        raise ValueError(f"message_id {message_id!r} already holds other content")
-                    return existing
+            existing = retried(await self._entries(user_id), message_id, role, content)
+            if existing is not None:
+                return existing
         e = entry(message_id or uuid.uuid4().hex, user_id, next_seq(), role, content)
         await self.chats.async_add_message(self._key(user_id), _message(e))
         await self._index(e)
