@@ -25,13 +25,22 @@ from ._run import (
     settings,
     suite_test,
 )
-from .contract import SUMMARY_ROLE, Guarantee
-
-G1, G2, G3, G4, G5 = (Guarantee.DURABILITY, Guarantee.EXACTLY_ONCE, Guarantee.READ_YOUR_WRITES,
-                      Guarantee.SEARCH, Guarantee.ORDER)
-G6, G7, G8, G9 = (Guarantee.IDEMPOTENT_APPENDS, Guarantee.ATOMIC_COMPACTION, Guarantee.FORGET,
-                  Guarantee.ISOLATION)
-G10, G11, G12 = Guarantee.INTERRUPTION, Guarantee.QUIESCENT_CONSISTENCY, Guarantee.ERRORS
+from .contract import (
+    G1,
+    G2,
+    G3,
+    G4,
+    G5,
+    G6,
+    G7,
+    G8,
+    G9,
+    G10,
+    G11,
+    G12,
+    SUMMARY_ROLE,
+    Guarantee,
+)
 
 
 async def _fill(s: LoggedStore, model: Model, user_id: str, n: int, tag: str = "m") -> list[str]:

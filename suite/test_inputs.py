@@ -26,7 +26,7 @@ from ._run import (
     settings,
     suite_test,
 )
-from .contract import MAX_MESSAGE_ID, Guarantee
+from .contract import G6, G7, G9, INPUTS, MAX_MESSAGE_ID
 from .inputs import (
     ADVERSARIAL_CONTENTS,
     ADVERSARIAL_USER_IDS,
@@ -37,9 +37,6 @@ from .inputs import (
     INVALID_USER_IDS,
     random_user_ids,
 )
-
-INPUTS, G6, G9 = Guarantee.INPUTS, Guarantee.IDEMPOTENT_APPENDS, Guarantee.ISOLATION
-G7 = Guarantee.ATOMIC_COMPACTION
 
 
 async def _populate(s: LoggedStore, m: Model, users: list[str], per_user: int,

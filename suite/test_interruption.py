@@ -30,10 +30,8 @@ from ._run import (
     settings,
     suite_test,
 )
-from .contract import SUMMARY_ROLE, Guarantee
+from .contract import G10, SUMMARY_ROLE, Guarantee
 from .failpoints import Action, armed
-
-G10 = Guarantee.INTERRUPTION
 
 _MAX_CUTS = 40
 """Cut points tried per operation; enough to pass every await of a store without I/O."""

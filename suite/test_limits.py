@@ -21,11 +21,9 @@ from collections.abc import Awaitable, Callable
 
 from ._checks import Model, check_hits, check_user, search_finds, snapshot
 from ._run import GuaranteeViolation, LoggedStore, StoreFactory, StoreTests, recorded, suite_test
-from .contract import EntryLike, Guarantee
+from .contract import G3, INPUTS, EntryLike, Guarantee
 
 __all__ = ["HUGE", "TestLimits"]
-
-INPUTS, G3 = Guarantee.INPUTS, Guarantee.READ_YOUR_WRITES
 
 HUGE: dict[str, int] = {"2**31": 2**31, "2**63-1": 2**63 - 1, "2**64": 2**64, "10**30": 10**30}
 """Valid ``limit``/``k`` values past every backend's integer types, by how a failure names them."""

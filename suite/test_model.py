@@ -62,7 +62,22 @@ from ._run import (
     settings,
     store_error,
 )
-from .contract import MAX_CONTENT, ROLES, SUMMARY_ROLE, EntryLike, Guarantee
+from .contract import (
+    G1,
+    G3,
+    G6,
+    G7,
+    G8,
+    G9,
+    G10,
+    G12,
+    INPUTS,
+    MAX_CONTENT,
+    ROLES,
+    SUMMARY_ROLE,
+    EntryLike,
+    Guarantee,
+)
 from .inputs import (
     ADVERSARIAL_CONTENTS,
     ADVERSARIAL_USER_IDS,
@@ -75,12 +90,6 @@ from .inputs import (
 
 __all__ = ["DEFAULT_EXAMPLES", "DEFAULT_STEPS", "ModelViolation", "StoreMachine", "TestModel",
            "run_model"]
-
-G1, G3, G4, G6, G7, G8 = (Guarantee.DURABILITY, Guarantee.READ_YOUR_WRITES, Guarantee.SEARCH,
-                          Guarantee.IDEMPOTENT_APPENDS, Guarantee.ATOMIC_COMPACTION,
-                          Guarantee.FORGET)
-G9, G10, G12 = Guarantee.ISOLATION, Guarantee.INTERRUPTION, Guarantee.ERRORS
-INPUTS = Guarantee.INPUTS
 
 DEFAULT_EXAMPLES = 50
 """Sequences tried per store (``--nomnesia-model-examples``): it runs on every stack."""
