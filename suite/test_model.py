@@ -64,12 +64,16 @@ from ._run import (
 )
 from .contract import (
     G1,
+    G2,
     G3,
+    G4,
+    G5,
     G6,
     G7,
     G8,
     G9,
     G10,
+    G11,
     G12,
     INPUTS,
     MAX_CONTENT,
@@ -557,6 +561,7 @@ def run_model(factory: StoreFactory, *, seed: int, examples: int = DEFAULT_EXAMP
 class TestModel(StoreTests):
     """Random call sequences, shrunk to the smallest that breaks a guarantee."""
 
+    @pytest.mark.guarantee(G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11, G12, INPUTS)
     def test_model_based_call_sequences(self, store: StoreFactory,
                                         request: pytest.FixtureRequest) -> None:
         """G1-G9, G11 and Inputs over call sequences that Hypothesis generates and shrinks.
