@@ -349,12 +349,17 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Refuse a malformed ``guarantee`` mark; without a store to test, stop early with the
-    usage, not with one error per test."""
+    """Refuse a suite test's malformed ``guarantee`` mark; without a store to test, stop
+    early with the usage, not with one error per test.
+
+    Other projects' items are left alone (their ``guarantee`` mark may mean something
+    else); ``--nomnesia-json`` checks every item it reports on.
+    """
     from . import reporting
 
     for item in items:
-        reporting.declared(item)  # raises UsageError for anything but Guarantee members
+        if _in_suite(Path(str(item.path))):
+            reporting.declared(item)  # raises UsageError for anything but Guarantee members
     if config.getoption("nomnesia_store", None) or config.getoption("nomnesia_adapter", None):
         return
     if hasattr(config, "workerinput"):
