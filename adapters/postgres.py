@@ -15,7 +15,6 @@ in the database even across processes. Ids and contents are stored as bytea
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 import weakref
 from collections.abc import AsyncIterator, Sequence
@@ -30,13 +29,12 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable
 
-from .archive import StalePrefix
 from .bounds import clamp_limit
 from .indexes._common import check_k
+from .tiers import StalePrefix, check_namespace
 
 __all__ = ["PgVectorIndex", "PostgresArchive", "create_pool", "drop_schema"]
 
-_SCHEMA_RE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 _COLUMNS = "id, seq, role, content, covers"
 
 _DDL = """
@@ -99,14 +97,8 @@ END $f$;
 """
 
 
-def _check_schema(schema: str) -> str:
-    if not _SCHEMA_RE.match(schema):
-        raise ValueError(f"schema {schema!r} must match {_SCHEMA_RE.pattern}")
-    return schema
-
-
 def _ddl(text: str, schema: str) -> sql.Composed:
-    return sql.SQL(text).format(s=sql.Identifier(_check_schema(schema)))
+    return sql.SQL(text).format(s=sql.Identifier(check_namespace(schema)))
 
 
 async def create_pool(dsn: str, *, max_size: int = 8, timeout: float = 5.0,
@@ -291,13 +283,13 @@ class _LockSessions:
 
 
 class PostgresArchive:
-    """The ArchiveTier on PostgreSQL (see adapters/archive.py for the contract)."""
+    """The ArchiveTier on PostgreSQL (see adapters/tiers.py for the contract)."""
 
     name = "postgres"
 
     def __init__(self, pool: AsyncConnectionPool, schema: str) -> None:
         self._pool = pool
-        self._schema = _check_schema(schema)
+        self._schema = check_namespace(schema)
         self._done: list[int] = []  # outbox rows to delete with the next append
         self._locks = _LockSessions(pool)  # SharedArchive: connected on first use
         q = self._q
@@ -468,7 +460,7 @@ class PgVectorIndex:
 
     def __init__(self, pool: AsyncConnectionPool, schema: str, dim: int = 384) -> None:
         self._pool = pool
-        self._schema = _check_schema(schema)
+        self._schema = check_namespace(schema)
         self.dim = dim
         q = self._q
         self._sql_upsert = q("INSERT INTO {s}.vectors (uid, id, embedding) "

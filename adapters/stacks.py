@@ -10,23 +10,17 @@ docs/adapters.md says how to add a stack.
 from __future__ import annotations
 
 import asyncio
-import re
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .archive import ArchiveTier
 from .text import Embedder, HashingEmbedder, Summarizer
 from .tiered import TieredMemoryStore
-from .tiers import ShortTermLog, VectorIndex
+from .tiers import ArchiveTier, ShortTermLog, VectorIndex, check_namespace, new_namespace
 
 __all__ = ["IndexFactory", "StackContext", "drop_kept_namespace", "open_engine_stack",
            "open_pgvector", "open_stack", "open_valkey"]
-
-_NAMESPACE_RE = re.compile(r"^nm_[a-z0-9_]{1,44}$")
-
 
 @dataclass
 class StackContext:
@@ -100,9 +94,7 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
     embedder = embedder or HashingEmbedder()
     needed = tuple(dict.fromkeys(("postgres", log_engine, *(engines or ()))))
     reuse = namespace is not None
-    namespace = namespace if namespace is not None else f"nm_{secrets.token_hex(8)}"
-    if not _NAMESPACE_RE.match(namespace):
-        raise ValueError(f"namespace {namespace!r} must match {_NAMESPACE_RE.pattern}")
+    namespace = check_namespace(namespace if namespace is not None else new_namespace())
     async with AsyncExitStack() as outer:
         if provider is None:
             from .engines import get_provider

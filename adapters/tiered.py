@@ -55,10 +55,18 @@ from nomnesia.suite.validation import (
     validate_user_id,
 )
 
-from .archive import ArchiveTier, SharedArchive, StalePrefix
 from .bounds import PerUser, clamp_limit, over_fetch
 from .text import ConcatSummarizer, Embedder, HashingEmbedder, Summarizer
-from .tiers import SelfChecking, SharedLog, ShortTermLog, TierLost, VectorIndex
+from .tiers import (
+    ArchiveTier,
+    SelfChecking,
+    SharedArchive,
+    SharedLog,
+    ShortTermLog,
+    StalePrefix,
+    TierLost,
+    VectorIndex,
+)
 
 __all__ = ["FAILPOINTS", "TieredMemoryStore"]
 

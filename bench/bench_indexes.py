@@ -63,8 +63,8 @@ async def open_vsets(p: EmbeddedProvider, dim: int) -> tuple[Any, Callable[[], A
 
 
 async def open_pgvector(p: EmbeddedProvider, dim: int) -> tuple[Any, Callable[[], Awaitable[None]]]:
-    from nomnesia.adapters.indexes._common import new_namespace
     from nomnesia.adapters.postgres import PgVectorIndex, create_pool, drop_schema
+    from nomnesia.adapters.tiers import new_namespace
     pool = await create_pool(p.url("postgres"))
     schema = new_namespace()
     async with pool.connection() as conn:

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from nomnesia.adapters.indexes._common import new_namespace, point_uuid, user_key
-from nomnesia.adapters.tiers import VectorIndex
+from nomnesia.adapters.indexes._common import point_uuid, user_key
+from nomnesia.adapters.tiers import VectorIndex, new_namespace
 from nomnesia.suite.contract import Entry
 
 DIM = 16

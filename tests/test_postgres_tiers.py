@@ -19,10 +19,10 @@ import pytest
 import redis.asyncio as aioredis
 
 from nomnesia.adapters import open_store
-from nomnesia.adapters.archive import StalePrefix
 from nomnesia.adapters.postgres import PgVectorIndex, PostgresArchive, create_pool, drop_schema
 from nomnesia.adapters.stacks import open_pgvector
 from nomnesia.adapters.text import HashingEmbedder
+from nomnesia.adapters.tiers import StalePrefix
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable
 

@@ -22,9 +22,8 @@ import psycopg
 import pytest
 
 from nomnesia.adapters import open_store
-from nomnesia.adapters.archive import InMemoryArchive
 from nomnesia.adapters.engines import EmbeddedProvider
-from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
+from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
 from nomnesia.adapters.stacks import drop_kept_namespace, open_pgvector, open_valkey
 from nomnesia.adapters.tiered import TieredMemoryStore
 from nomnesia.suite.standard import MemoryStoreSuite
