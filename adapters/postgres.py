@@ -29,6 +29,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable
 
+from .abandoned import retrieve
 from .bounds import clamp_limit
 from .indexes._common import check_k
 from .tiers import StalePrefix, check_namespace
@@ -206,16 +207,10 @@ async def _abort(conn: AsyncConnection[TupleRow], task: asyncio.Future[Any]) -> 
         task.cancel()
         await asyncio.wait((task,), timeout=0.01)
     if task.done():
-        if not task.cancelled():
-            task.exception()  # retrieved: expected
+        retrieve(task)  # expected
         await conn.close()  # nothing waits on its socket any more
     else:  # still inside psycopg (never seen): it closes the connection when it ends
-        task.add_done_callback(_retrieve)
-
-
-def _retrieve(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
+        task.add_done_callback(retrieve)
 
 
 def _b(text: str) -> bytes:

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from nomnesia.adapters.abandoned import Abandoned
 from nomnesia.adapters.bounds import clamp_k
 from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import Entry
@@ -108,7 +109,7 @@ class Calls:
 
     def __init__(self, backend: str) -> None:
         self.backend = backend
-        self._orphans: set[asyncio.Future[Any]] = set()
+        self._abandoned = Abandoned()
 
     async def __call__(self, timeout: float, call: Awaitable[T]) -> T:
         try:
@@ -122,22 +123,14 @@ class Calls:
             return await bounded(self.backend, timeout, asyncio.shield(task))
         except BaseException:
             if not task.done():
-                self._orphans.add(task)
-                task.add_done_callback(self._reap)
+                self._abandoned.add(task, self.backend)
             raise
 
     async def drain(self, timeout: float) -> None:
         """Wait until the calls given up on are over, or raise ``BackendTimeout``."""
-        if self._orphans:
-            _, pending = await asyncio.wait(set(self._orphans), timeout=timeout)
-            if pending:
-                raise BackendTimeout(self.backend, timeout,
-                                     "a call given up on earlier is still running")
-
-    def _reap(self, task: asyncio.Future[Any]) -> None:
-        self._orphans.discard(task)
-        if not task.cancelled():
-            task.exception()  # retrieved: its caller already got an error
+        if await self._abandoned.wait(timeout) is not None:
+            raise BackendTimeout(self.backend, timeout,
+                                 "a call given up on earlier is still running")
 
 
 class Completeness:
