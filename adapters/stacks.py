@@ -60,9 +60,10 @@ async def open_stack(*, log: ShortTermLog, index: VectorIndex, archive: ArchiveT
 
 
 async def _pgvector_index(ctx: StackContext) -> VectorIndex:
-    from .postgres import PgVectorIndex
+    from .indexes.pgvector import PgVectorIndex
 
-    index = PgVectorIndex(ctx.pool, ctx.namespace, ctx.dim)
+    index = PgVectorIndex(ctx.pool, namespace=ctx.namespace, dim=ctx.dim, timeout=ctx.timeout,
+                          reuse=ctx.reuse)
     await index.create()
     return index
 

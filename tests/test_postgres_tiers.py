@@ -19,7 +19,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from nomnesia.adapters import open_store
-from nomnesia.adapters.postgres import PgVectorIndex, PostgresArchive, create_pool, drop_schema
+from nomnesia.adapters.indexes.pgvector import PgVectorIndex
+from nomnesia.adapters.postgres import PostgresArchive, create_pool, drop_schema
 from nomnesia.adapters.stacks import open_pgvector
 from nomnesia.adapters.text import HashingEmbedder
 from nomnesia.adapters.tiers import StalePrefix
@@ -33,7 +34,7 @@ HOSTILE = ["x'; DROP TABLE entries; --", "%s", "a\\b", "*", "{u}", "ann", "anna"
 async def tiers(engines: Any) -> AsyncIterator[tuple[PostgresArchive, PgVectorIndex]]:
     pool = await create_pool(engines.url("postgres"))
     schema = f"nm_{secrets.token_hex(8)}"
-    archive, index = PostgresArchive(pool, schema), PgVectorIndex(pool, schema, dim=16)
+    archive, index = PostgresArchive(pool, schema), PgVectorIndex(pool, namespace=schema, dim=16)
     await archive.create()
     await index.create()
     try:
