@@ -16,7 +16,19 @@ from nomnesia.suite.errors import UnknownAdapter
 
 from .registry import ADAPTERS, AdapterSpec, MissingDependency, adapter_names
 
-__all__ = ["ADAPTERS", "AdapterSpec", "MissingDependency", "adapter_names", "open_store"]
+__all__ = ["ADAPTERS", "AdapterSpec", "MissingDependency", "adapter_names", "lookup",
+           "open_store"]
+
+
+def lookup(name: str) -> AdapterSpec:
+    """The registry row ``name``; UnknownAdapter (with the nearest name) if there is none."""
+    try:
+        return ADAPTERS[name]
+    except KeyError:
+        known = ", ".join(ADAPTERS)
+        close = difflib.get_close_matches(name, ADAPTERS, n=1)
+        maybe = f"did you mean {close[0]!r}? " if close else ""
+        raise UnknownAdapter(f"no built-in store named {name!r}; {maybe}known: {known}") from None
 
 
 def open_store(name: str, *, provider: Any = None,
@@ -28,13 +40,7 @@ def open_store(name: str, *, provider: Any = None,
     without one, a stack starts what it needs and stops it on exit. Other
     options go to the stack's factory (``keep_last``, ``backends`` ...).
     """
-    try:
-        spec = ADAPTERS[name]
-    except KeyError:
-        known = ", ".join(ADAPTERS)
-        close = difflib.get_close_matches(name, ADAPTERS, n=1)
-        maybe = f"did you mean {close[0]!r}? " if close else ""
-        raise UnknownAdapter(f"no built-in store named {name!r}; {maybe}known: {known}") from None
+    spec = lookup(name)
     factory = spec.load()
     if spec.engines:
         options["provider"] = provider
