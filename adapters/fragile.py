@@ -23,8 +23,7 @@ from types import TracebackType
 
 from nomnesia.suite.contract import ConsistencyReport, Difference, Entry
 
-from .archive import InMemoryArchive
-from .memory_tiers import InMemoryIndex, InMemoryLog
+from .memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
 from .text import ConcatSummarizer, HashingEmbedder
 from .tiered import TieredMemoryStore
 

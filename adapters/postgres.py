@@ -1,4 +1,4 @@
-"""PostgreSQL archive and pgvector index, with psycopg 3 and one connection pool.
+"""The PostgreSQL archive, with psycopg 3 and one connection pool per store.
 
 Everything lives in one schema per store (``nm_<hex>``), created by ``create``
 and dropped by ``drop``, so many stores share one server unseen and a test run
@@ -15,7 +15,6 @@ in the database even across processes. Ids and contents are stored as bytea
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 import weakref
 from collections.abc import AsyncIterator, Sequence
@@ -30,13 +29,12 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable
 
-from .archive import StalePrefix
+from .abandoned import retrieve
 from .bounds import clamp_limit
-from .indexes._common import check_k
+from .tiers import StalePrefix, check_namespace
 
-__all__ = ["PgVectorIndex", "PostgresArchive", "create_pool", "drop_schema"]
+__all__ = ["PostgresArchive", "connection", "create_pool", "drop_schema", "in_schema"]
 
-_SCHEMA_RE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 _COLUMNS = "id, seq, role, content, covers"
 
 _DDL = """
@@ -99,14 +97,9 @@ END $f$;
 """
 
 
-def _check_schema(schema: str) -> str:
-    if not _SCHEMA_RE.match(schema):
-        raise ValueError(f"schema {schema!r} must match {_SCHEMA_RE.pattern}")
-    return schema
-
-
-def _ddl(text: str, schema: str) -> sql.Composed:
-    return sql.SQL(text).format(s=sql.Identifier(_check_schema(schema)))
+def in_schema(text: str, schema: str) -> sql.Composed:
+    """``text`` with ``{s}`` replaced by the quoted schema (a checked namespace)."""
+    return sql.SQL(text).format(s=sql.Identifier(check_namespace(schema)))
 
 
 async def create_pool(dsn: str, *, max_size: int = 8, timeout: float = 5.0,
@@ -121,7 +114,7 @@ async def create_pool(dsn: str, *, max_size: int = 8, timeout: float = 5.0,
         await conn.set_autocommit(True)
 
     # Half the store's timeout to wait for a pooled connection: the rest is left
-    # for a direct one (``_connection``) and the statement itself.
+    # for a direct one (``connection``) and the statement itself.
     pool: AsyncConnectionPool = AsyncConnectionPool(
         dsn, min_size=1, max_size=max_size, open=False, configure=configure,
         timeout=timeout / 2,
@@ -135,16 +128,16 @@ async def create_pool(dsn: str, *, max_size: int = 8, timeout: float = 5.0,
 
 async def drop_schema(pool: AsyncConnectionPool, schema: str) -> None:
     async with pool.connection() as conn:
-        await conn.execute(_ddl("DROP SCHEMA IF EXISTS {s} CASCADE", schema))
+        await conn.execute(in_schema("DROP SCHEMA IF EXISTS {s} CASCADE", schema))
 
 
 _DIRECT: weakref.WeakKeyDictionary[AsyncConnectionPool, asyncio.Semaphore] = (
     weakref.WeakKeyDictionary())
-"""At most two connections outside each pool at a time (see ``_connection``)."""
+"""At most two connections outside each pool at a time (see ``connection``)."""
 
 
 @asynccontextmanager
-async def _connection(pool: AsyncConnectionPool) -> AsyncIterator[AsyncConnection[TupleRow]]:
+async def connection(pool: AsyncConnectionPool) -> AsyncIterator[AsyncConnection[TupleRow]]:
     """A pooled connection, or a direct one when the pool is backing off.
 
     After failed reconnects (a network partition, a server restart) psycopg's
@@ -214,16 +207,10 @@ async def _abort(conn: AsyncConnection[TupleRow], task: asyncio.Future[Any]) -> 
         task.cancel()
         await asyncio.wait((task,), timeout=0.01)
     if task.done():
-        if not task.cancelled():
-            task.exception()  # retrieved: expected
+        retrieve(task)  # expected
         await conn.close()  # nothing waits on its socket any more
     else:  # still inside psycopg (never seen): it closes the connection when it ends
-        task.add_done_callback(_retrieve)
-
-
-def _retrieve(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
+        task.add_done_callback(retrieve)
 
 
 def _b(text: str) -> bytes:
@@ -291,13 +278,13 @@ class _LockSessions:
 
 
 class PostgresArchive:
-    """The ArchiveTier on PostgreSQL (see adapters/archive.py for the contract)."""
+    """The ArchiveTier on PostgreSQL (see adapters/tiers.py for the contract)."""
 
     name = "postgres"
 
     def __init__(self, pool: AsyncConnectionPool, schema: str) -> None:
         self._pool = pool
-        self._schema = _check_schema(schema)
+        self._schema = check_namespace(schema)
         self._done: list[int] = []  # outbox rows to delete with the next append
         self._locks = _LockSessions(pool)  # SharedArchive: connected on first use
         q = self._q
@@ -316,7 +303,7 @@ class PostgresArchive:
         self._sql_clear = q("DELETE FROM {s}.outbox WHERE id = ANY(%s::bigint[])")
 
     def _q(self, text: str) -> sql.Composed:
-        return _ddl(text, self._schema)
+        return in_schema(text, self._schema)
 
     async def create(self, *, reuse: bool = False) -> bool:
         """Create the schema, tables and functions; returns whether it created them.
@@ -324,7 +311,7 @@ class PostgresArchive:
         With ``reuse`` an existing schema is kept (reopening a store's data);
         without, an existing schema is an error: two stores never share one.
         """
-        async with _connection(self._pool) as conn, conn.transaction():
+        async with connection(self._pool) as conn, conn.transaction():
             if reuse:
                 cur = await conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s",
                                          (self._schema,))
@@ -337,7 +324,7 @@ class PostgresArchive:
         await drop_schema(self._pool, self._schema)
 
     async def _rows(self, query: sql.Composed, params: Sequence[Any]) -> list[TupleRow]:
-        async with _connection(self._pool) as conn:
+        async with connection(self._pool) as conn:
             cur = await conn.execute(query, params)
             return await cur.fetchall()
 
@@ -396,7 +383,7 @@ class PostgresArchive:
                 raise
 
     async def _rows_none(self, query: sql.Composed, params: Sequence[Any]) -> None:
-        async with _connection(self._pool) as conn:
+        async with connection(self._pool) as conn:
             await conn.execute(query, params)
 
     async def users(self) -> list[str]:
@@ -453,79 +440,3 @@ class PostgresArchive:
             await self._flush()
         finally:
             await self._locks.close()
-
-
-class PgVectorIndex:
-    """The VectorIndex on pgvector: exact cosine distance, filtered by user.
-
-    Exact scan (no HNSW) on purpose: an approximate index with a per-user
-    filter can miss a user's nearest entries, and the search guarantee needs
-    exact-content hits. A write is visible when it returns: staleness 0.
-    """
-
-    name = "pgvector"
-    search_staleness = 0.0
-
-    def __init__(self, pool: AsyncConnectionPool, schema: str, dim: int = 384) -> None:
-        self._pool = pool
-        self._schema = _check_schema(schema)
-        self.dim = dim
-        q = self._q
-        self._sql_upsert = q("INSERT INTO {s}.vectors (uid, id, embedding) "
-                             "VALUES (%s, %s, %s::vector) ON CONFLICT (uid, id) "
-                             "DO UPDATE SET embedding = EXCLUDED.embedding")
-        self._sql_delete = q("DELETE FROM {s}.vectors WHERE uid = %s AND id = ANY(%s::bytea[])")
-        self._sql_query = q("SELECT id FROM {s}.vectors WHERE uid = %s "
-                            "ORDER BY embedding <=> %s::vector, id LIMIT %s")
-        self._sql_ids = q("SELECT id FROM {s}.vectors WHERE uid = %s")
-        self._sql_delete_user = q("DELETE FROM {s}.vectors WHERE uid = %s")
-
-    def _q(self, text: str) -> sql.Composed:
-        return _ddl(text, self._schema)
-
-    async def create(self) -> None:
-        """Create the vectors table inside the (existing) schema."""
-        async with _connection(self._pool) as conn:
-            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            await conn.execute(sql.SQL(
-                "CREATE TABLE IF NOT EXISTS {s}.vectors (uid text NOT NULL, id bytea NOT NULL, "
-                "embedding vector({dim}) NOT NULL, PRIMARY KEY (uid, id))").format(
-                    s=sql.Identifier(self._schema), dim=sql.Literal(self.dim)))
-
-    @staticmethod
-    def _text(vector: Sequence[float]) -> str:
-        return "[" + ",".join(repr(float(v)) for v in vector) + "]"
-
-    async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
-        params = [(e.user_id, _b(e.id), self._text(v))
-                  for e, v in zip(entries, vectors, strict=True)]
-        if not params:
-            return
-        async with _connection(self._pool) as conn:
-            if len(params) == 1:
-                await conn.execute(self._sql_upsert, params[0])
-            else:
-                async with conn.cursor() as cur:
-                    await cur.executemany(self._sql_upsert, params)
-
-    async def delete(self, user_id: str, entry_ids: Sequence[str]) -> None:
-        if entry_ids:
-            async with _connection(self._pool) as conn:
-                await conn.execute(self._sql_delete, (user_id, [_b(i) for i in entry_ids]))
-
-    async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
-        async with _connection(self._pool) as conn:
-            cur = await conn.execute(self._sql_query, (user_id, self._text(vector), check_k(k)))
-            return [bytes(r[0]).decode() for r in await cur.fetchall()]
-
-    async def ids(self, user_id: str) -> set[str]:
-        async with _connection(self._pool) as conn:
-            cur = await conn.execute(self._sql_ids, (user_id,))
-            return {bytes(r[0]).decode() for r in await cur.fetchall()}
-
-    async def delete_user(self, user_id: str) -> None:
-        async with _connection(self._pool) as conn:
-            await conn.execute(self._sql_delete_user, (user_id,))
-
-    async def aclose(self) -> None:
-        """The pool and the schema belong to the stack."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import secrets
 from collections.abc import Sequence
 from typing import Any, cast
@@ -28,11 +27,9 @@ from nomnesia.suite.contract import Entry
 from nomnesia.suite.errors import BackendUnavailable
 
 from .bounds import clamp_limit
-from .tiers import TierLost
+from .tiers import TierLost, check_namespace
 
 __all__ = ["RedisLog", "drop_namespace"]
-
-_NAMESPACE_RE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
 
 _PUT = """
 for i = 1, #ARGV, 3 do
@@ -91,10 +88,8 @@ class RedisLog:
 
     def __init__(self, url: str, namespace: str, *, name: str = "redis",
                  timeout: float = 5.0) -> None:
-        if not _NAMESPACE_RE.match(namespace):
-            raise ValueError(f"namespace {namespace!r} must match {_NAMESPACE_RE.pattern}")
         self.name = name
-        self.namespace = namespace
+        self.namespace = check_namespace(namespace)
         self._redis: Redis = Redis.from_url(
             url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=False)
         self._put = self._redis.register_script(_PUT)
@@ -180,8 +175,7 @@ class RedisLog:
 async def drop_namespace(url: str, namespace: str, *, timeout: float = 5.0,
                          name: str = "redis") -> None:
     """Delete every key of a namespace, with a client of its own (the log may be closed)."""
-    if not _NAMESPACE_RE.match(namespace):
-        raise ValueError(f"namespace {namespace!r} must match {_NAMESPACE_RE.pattern}")
+    check_namespace(namespace)
     redis: Redis = Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
     try:
         await _unlink_namespace(redis, namespace)

@@ -1,52 +1,27 @@
-"""Stack factories: a TieredMemoryStore on engines, in a namespace of its own.
+"""Open a stack of the registry: a TieredMemoryStore on engines, in a namespace of its own.
 
 Every built-in stack is the PostgreSQL archive + a Redis/Valkey short-term log
-+ some vector index; only the index differs. So a stack module writes one
-``make_index(ctx)`` and calls ``open_engine_stack``; engines, namespace,
-archive, log and the cleanup that leaves nothing behind live here once.
-docs/adapters.md says how to add a stack.
++ some vector index, and a registry row says which (``AdapterSpec.log``,
+``index``, ``index_engine``). So ``open_engine_stack(spec)`` opens any of them:
+engines, namespace, archive, log, index and the cleanup that leaves nothing
+behind live here once. docs/adapters.md says how to add a stack.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
-import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+import contextlib
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
-from .archive import ArchiveTier
+from . import lookup
+from .registry import AdapterSpec
 from .text import Embedder, HashingEmbedder, Summarizer
 from .tiered import TieredMemoryStore
-from .tiers import ShortTermLog, VectorIndex
+from .tiers import ArchiveTier, ShortTermLog, VectorIndex, check_namespace, new_namespace
 
-__all__ = ["IndexFactory", "StackContext", "drop_kept_namespace", "open_engine_stack",
-           "open_pgvector", "open_stack", "open_valkey"]
-
-_NAMESPACE_RE = re.compile(r"^nm_[a-z0-9_]{1,44}$")
-
-
-@dataclass
-class StackContext:
-    """What an index factory gets: engines, a fresh namespace, the store's settings."""
-
-    provider: Any
-    namespace: str
-    """``nm_<16 hex>``: safe as a collection, table, schema or key-prefix name."""
-    dim: int
-    timeout: float
-    cleanup: AsyncExitStack
-    """Push callbacks that drop what the index created; run after the store closes."""
-    pool: Any = None
-    """The PostgreSQL pool of the archive (``psycopg_pool.AsyncConnectionPool``)."""
-    reuse: bool = False
-    """The caller named the namespace to reopen its data: keep existing collections,
-    and do not drop them on close."""
-
-
-IndexFactory = Callable[[StackContext], Awaitable[VectorIndex]]
+__all__ = ["drop_kept_namespace", "open_engine_stack", "open_stack"]
 
 
 @asynccontextmanager
@@ -65,24 +40,25 @@ async def open_stack(*, log: ShortTermLog, index: VectorIndex, archive: ArchiveT
         await store.aclose()
 
 
-async def _pgvector_index(ctx: StackContext) -> VectorIndex:
-    from .postgres import PgVectorIndex
-
-    index = PgVectorIndex(ctx.pool, ctx.namespace, ctx.dim)
-    await index.create()
-    return index
+def _spec(spec: AdapterSpec | str) -> AdapterSpec:
+    found = spec if isinstance(spec, AdapterSpec) else lookup(spec)
+    if not found.is_stack:
+        raise ValueError(f"adapter {found.name!r} is not an engine stack (it has no index)")
+    return found
 
 
 @asynccontextmanager
-async def open_engine_stack(make_index: IndexFactory | None = None, *, provider: Any = None,
-                            log_engine: str = "redis", engines: Sequence[str] | None = None,
-                            keep_last: int = 4, embedder: Embedder | None = None,
+async def open_engine_stack(spec: AdapterSpec | str, *,
+                            store_cls: type[TieredMemoryStore] = TieredMemoryStore,
+                            provider: Any = None, keep_last: int = 4,
+                            embedder: Embedder | None = None,
                             summarizer: Summarizer | None = None, timeout: float = 5.0,
                             history_from_log: bool = True, pool_size: int = 8,
                             namespace: str | None = None, shared: bool = False,
                             backends: str | None = None) -> AsyncIterator[TieredMemoryStore]:
-    """PostgreSQL archive + ``log_engine`` log + ``make_index(ctx)`` (default pgvector).
+    """The stack of registry row ``spec`` (a name or an ``AdapterSpec``), as a ``store_cls``.
 
+    PostgreSQL archive + ``spec.log`` log + ``spec.index`` on ``spec.index_engine``.
     With ``provider=None`` the stack starts its own engines from
     ``get_provider(backends)`` (``"embedded"``, ``"docker"``, ``"external"`` or
     ``"auto"``; default ``NOMNESIA_BACKENDS``, else auto) and stops them on
@@ -91,25 +67,24 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
     store: it is created if missing, kept on exit, and ``recover()`` runs on
     open to finish whatever a crashed process left in the outbox. Pass
     ``shared=True`` when other processes (replicas) open the same namespace.
+    ``store_cls`` is a TieredMemoryStore subclass taking the same keywords
+    (the nemesis's positive control, ``suite/nemesis/broken.py``, is one).
     """
+    spec = _spec(spec)
+    index_cls = spec.index_class()  # a missing client fails before any engine starts
     from .postgres import PostgresArchive, create_pool, drop_schema
     from .redis_log import RedisLog, drop_namespace
 
-    if log_engine not in ("redis", "valkey"):
-        raise ValueError(f"log_engine must be 'redis' or 'valkey', not {log_engine!r}")
     embedder = embedder or HashingEmbedder()
-    needed = tuple(dict.fromkeys(("postgres", log_engine, *(engines or ()))))
     reuse = namespace is not None
-    namespace = namespace if namespace is not None else f"nm_{secrets.token_hex(8)}"
-    if not _NAMESPACE_RE.match(namespace):
-        raise ValueError(f"namespace {namespace!r} must match {_NAMESPACE_RE.pattern}")
+    namespace = check_namespace(namespace if namespace is not None else new_namespace())
     async with AsyncExitStack() as outer:
         if provider is None:
             from .engines import get_provider
 
             provider = get_provider(backends)
             outer.push_async_callback(asyncio.to_thread, provider.close)
-        urls: dict[str, str] = await asyncio.to_thread(provider.urls, *needed)
+        urls: dict[str, str] = await asyncio.to_thread(provider.urls, *spec.engines)
         pool = await create_pool(urls["postgres"], max_size=pool_size, timeout=timeout,
                                  application_name=namespace)
         outer.push_async_callback(pool.close)
@@ -117,20 +92,24 @@ async def open_engine_stack(make_index: IndexFactory | None = None, *, provider:
         await archive.create(reuse=reuse)
         if not reuse:
             outer.push_async_callback(drop_schema, pool, namespace)
-            outer.push_async_callback(drop_namespace, urls[log_engine], namespace,
-                                      timeout=timeout, name=log_engine)
-        log = RedisLog(urls[log_engine], namespace, name=log_engine, timeout=timeout)
+            outer.push_async_callback(drop_namespace, urls[spec.log], namespace,
+                                      timeout=timeout, name=spec.log)
+        log = RedisLog(urls[spec.log], namespace, name=spec.log, timeout=timeout)
         outer.push_async_callback(log.aclose)
-        ctx = StackContext(provider, namespace, embedder.dim, timeout,
-                           await outer.enter_async_context(AsyncExitStack()), pool, reuse)
-        index = await (make_index or _pgvector_index)(ctx)
+        # An index on an engine the stack already holds a connection to shares it:
+        # pgvector gets the archive's pool (one pool per store), the others a URL.
+        held: dict[str, Any] = {"postgres": pool}
+        built = index_cls(held.get(spec.index_engine, urls[spec.index_engine]),
+                          namespace=namespace, dim=embedder.dim, timeout=timeout, reuse=reuse)
+        index: VectorIndex = built
         try:
-            store = TieredMemoryStore(log=log, index=index, archive=archive,
-                                      keep_last=keep_last, embedder=embedder,
-                                      summarizer=summarizer, timeout=timeout,
-                                      history_from_log=history_from_log, shared=shared)
+            await built.create()  # every index class has it; the store's protocol does not
+            store = store_cls(log=log, index=index, archive=archive, keep_last=keep_last,
+                              embedder=embedder, summarizer=summarizer, timeout=timeout,
+                              history_from_log=history_from_log, shared=shared)
         except BaseException:
-            await index.aclose()
+            with contextlib.suppress(Exception):
+                await index.aclose()
             raise
         outer.push_async_callback(store.aclose)  # closes archive, log and index
         await store.recover()  # a reopened namespace: finish crashed writes; vouch for the log
@@ -167,17 +146,3 @@ async def drop_kept_namespace(urls: Mapping[str, str], namespace: str, *,
                 errors.append(exc)
     if errors:
         raise errors[0]
-
-
-def open_pgvector(*, provider: Any = None, keep_last: int = 4,
-                  **kw: Any) -> AbstractAsyncContextManager[TieredMemoryStore]:
-    """The ``pgvector`` stack: Redis log + pgvector index + PostgreSQL archive."""
-    return open_engine_stack(None, provider=provider, log_engine="redis",
-                             keep_last=keep_last, **kw)
-
-
-def open_valkey(*, provider: Any = None, keep_last: int = 4,
-                **kw: Any) -> AbstractAsyncContextManager[TieredMemoryStore]:
-    """The ``valkey`` stack: Valkey log + pgvector index + PostgreSQL archive."""
-    return open_engine_stack(None, provider=provider, log_engine="valkey",
-                             keep_last=keep_last, **kw)

@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from nomnesia.suite.contract import (
     Capabilities,
@@ -55,10 +55,19 @@ from nomnesia.suite.validation import (
     validate_user_id,
 )
 
-from .archive import ArchiveTier, SharedArchive, StalePrefix
+from .abandoned import Abandoned
 from .bounds import PerUser, clamp_limit, over_fetch
 from .text import ConcatSummarizer, Embedder, HashingEmbedder, Summarizer
-from .tiers import SelfChecking, SharedLog, ShortTermLog, TierLost, VectorIndex
+from .tiers import (
+    ArchiveTier,
+    SelfChecking,
+    SharedArchive,
+    SharedLog,
+    ShortTermLog,
+    StalePrefix,
+    TierLost,
+    VectorIndex,
+)
 
 __all__ = ["FAILPOINTS", "TieredMemoryStore"]
 
@@ -149,7 +158,7 @@ class TieredMemoryStore:
         # The log engine lost data (restarted empty): read the archive until rebuilt.
         self._log_lost = False
         self._lost_index = False  # the same, for an index that can tell (search needs no flag)
-        self._abandoned: dict[asyncio.Future[Any], str] = {}  # backend calls given up, by backend
+        self._abandoned = Abandoned()  # backend calls given up on, which may still land
 
     async def __aenter__(self) -> TieredMemoryStore:
         await self.recover()  # finish what a crashed process left; vouch for the log
@@ -177,10 +186,10 @@ class TieredMemoryStore:
             done, _ = await asyncio.wait((task,), timeout=self.timeout)
         except BaseException:
             # The caller was interrupted, not the backend: let the call finish.
-            self._abandon(task, backend, cancel=False)
+            self._abandoned.add(task, backend)
             raise
         if not done:
-            self._abandon(task, backend, cancel=True)
+            self._abandoned.add(task, backend, cancel=True)
             raise BackendTimeout(backend, self.timeout)
         try:
             return task.result()
@@ -191,17 +200,6 @@ class TieredMemoryStore:
         except Exception as exc:
             raise BackendUnavailable(backend, f"{type(exc).__name__}: {exc}") from exc
 
-    def _abandon(self, task: asyncio.Future[Any], backend: str, *, cancel: bool) -> None:
-        if cancel:
-            task.cancel()
-        self._abandoned[task] = backend
-        task.add_done_callback(self._reap)
-
-    def _reap(self, task: asyncio.Future[Any]) -> None:
-        self._abandoned.pop(task, None)
-        if not task.cancelled():
-            task.exception()  # retrieved: an abandoned call's failure is expected
-
     async def _settle(self) -> None:
         """Wait (bounded) until every abandoned call is over, before a write reads or writes.
 
@@ -209,15 +207,11 @@ class TieredMemoryStore:
         it (a put after a forget). Once over, its outcome is fixed and a resync
         sees the truth.
         """
-        if self._abandoned:
-            _, pending = await asyncio.wait(set(self._abandoned), timeout=self.timeout)
-            if pending:
-                # Stuck for a whole timeout more (a black-holed connection may never
-                # answer): cancel it so the store can answer again once the engine does.
-                for task in pending:
-                    task.cancel()
-                backend = self._abandoned.get(next(iter(pending)), "backend")
-                raise BackendTimeout(backend, self.timeout, "an earlier call is still stuck")
+        # Stuck for a whole timeout more (a black-holed connection may never answer):
+        # cancelled, so the store can answer again once the engine does.
+        stuck = await self._abandoned.wait(self.timeout, cancel_stuck=True)
+        if stuck is not None:
+            raise BackendTimeout(stuck, self.timeout, "an earlier call is still stuck")
 
     def _check_open(self) -> None:
         if self._closed:
@@ -523,10 +517,8 @@ class TieredMemoryStore:
         if self._closed:
             return
         self._closed = True
-        if self._abandoned:  # let abandoned calls finish, within a bound, then give up
-            _, pending = await asyncio.wait(set(self._abandoned), timeout=self.timeout)
-            for task in pending:
-                task.cancel()
+        # let abandoned calls finish, within a bound, then give up on them
+        await self._abandoned.wait(self.timeout, cancel_stuck=True)
         errors: list[BaseException] = []
         for tier in (self.archive, self.log, self.index):
             try:

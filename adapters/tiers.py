@@ -1,20 +1,55 @@
-"""The tier interfaces a TieredMemoryStore composes: short-term log and vector index.
+"""The tiers a TieredMemoryStore composes: their interfaces, their errors, their namespaces.
 
 Every stack in nomnesia is a short-term log + a vector index + an archive (the
 source of truth). The log and the index have several implementations each
 (Redis, Valkey; pgvector, Qdrant, Milvus, Redis vector sets ...), so their
 interfaces live here, small and idempotent: the store may replay any call
 after a crash, so a second identical call must change nothing.
+
+The archive is the source of truth. Every write of the store is first one
+archive transaction that also records an *outbox* row: the promise that the
+short-term log and the vector index will be brought in line with the archive
+for that user. The tiers are then updated and the outbox row cleared;
+``recover()`` replays whatever rows are left. So the archive alone decides what
+happened, and a crash between two backend writes can only leave a tier
+*behind*, never the archive half-written.
+
+Every tier of a store lives in one *namespace* (``check_namespace``), which
+becomes a PostgreSQL schema, a Qdrant/Milvus collection and a Redis key
+prefix, so many stores share one engine unseen. The in-process tiers are in
+``memory_tiers.py``.
 """
 
 from __future__ import annotations
 
+import re
+import secrets
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Protocol, runtime_checkable
 
 from nomnesia.suite.contract import Entry
 
-__all__ = ["SelfChecking", "SharedLog", "ShortTermLog", "TierLost", "VectorIndex"]
+__all__ = ["NAMESPACE_RE", "ArchiveTier", "SelfChecking", "SharedArchive", "SharedLog",
+           "ShortTermLog", "StalePrefix", "TierLost", "VectorIndex", "check_namespace",
+           "new_namespace"]
+
+NAMESPACE_RE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+"""What a namespace may be. It becomes a PostgreSQL schema, a Qdrant or Milvus
+collection, a Redis key prefix and a SCAN glob, all unescaped, so only a
+conservative alphabet is accepted (namespaces come from code, never users)."""
+
+
+def new_namespace() -> str:
+    """A fresh namespace (``nm_<16 hex>``), so that many stores share one engine unseen."""
+    return f"nm_{secrets.token_hex(8)}"
+
+
+def check_namespace(namespace: str) -> str:
+    """``namespace`` if it matches ``NAMESPACE_RE``, else ValueError before anything is written."""
+    if not isinstance(namespace, str) or not NAMESPACE_RE.match(namespace):
+        raise ValueError(f"namespace {namespace!r} must match {NAMESPACE_RE.pattern}")
+    return namespace
 
 
 class TierLost(Exception):
@@ -125,5 +160,70 @@ class VectorIndex(Protocol):
         """Every entry id the index holds for the user (for ``consistent_state``)."""
 
     async def delete_user(self, user_id: str) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class StalePrefix(Exception):
+    """The prefix a compaction summarised is no longer the live prefix; recompute."""
+
+
+@runtime_checkable
+class SharedArchive(Protocol):
+    """Optional for an archive that several store processes (replicas) share.
+
+    A store serialises each user's writes with an in-process lock, but a write is
+    several backend calls, and a replica re-syncing the same user in between
+    removes from the log an entry it read too early. ``user_lock`` extends the
+    lock to every process on the archive; it must die with its holder, so a
+    crashed process cannot block a user forever.
+    """
+
+    def user_lock(self, user_id: str,
+                  timeout: float) -> AbstractAsyncContextManager[None]:
+        """Hold the user's lock for the block; give up after ``timeout`` seconds of waiting."""
+
+
+@runtime_checkable
+class ArchiveTier(Protocol):
+    """Durable entries of every user plus an outbox of tier updates still owed."""
+
+    name: str
+
+    async def append(self, user_id: str, entry_id: str, role: str,
+                     content: str) -> tuple[Entry, int | None]:
+        """One transaction: assign the next seq, write the entry and an outbox row.
+
+        Returns the entry and the outbox row id. If ``entry_id`` is already
+        accounted for with the same role and content, returns that entry and
+        ``None`` (nothing written); with a different one, or if it is the id
+        of a live summary, raises ``ValueError`` (nothing written).
+        """
+
+    async def commit_compaction(self, user_id: str, prefix: Sequence[Entry],
+                                summary: Entry) -> int:
+        """One transaction: check ``prefix`` is still the live prefix (else ``StalePrefix``),
+        write ``summary``, mark ``prefix`` covered, record an outbox row (its id is returned)."""
+
+    async def forget(self, user_id: str) -> int:
+        """One transaction: delete everything of the user and record an outbox row."""
+
+    async def tail(self, user_id: str, limit: int) -> list[Entry]:
+        """The newest ``limit`` live entries, ascending by seq."""
+
+    async def live(self, user_id: str) -> list[Entry]:
+        """Every live entry, ascending by seq."""
+
+    async def live_among(self, user_id: str, ids: Sequence[str], content: str) -> list[Entry]:
+        """Live entries whose id is in ``ids`` or whose content equals ``content``."""
+
+    async def users(self) -> list[str]:
+        """Every user with entries (for rebuilding a tier that lost its data)."""
+
+    async def pending(self, user_id: str | None = None) -> list[tuple[int, str]]:
+        """Outbox rows ``(id, user_id)`` not yet cleared, oldest first."""
+
+    async def clear(self, outbox_ids: Sequence[int], *, lazy: bool = False) -> None:
+        """Drop outbox rows. ``lazy`` lets the archive fold the delete into its next write."""
 
     async def aclose(self) -> None: ...

@@ -63,19 +63,10 @@ async def open_vsets(p: EmbeddedProvider, dim: int) -> tuple[Any, Callable[[], A
 
 
 async def open_pgvector(p: EmbeddedProvider, dim: int) -> tuple[Any, Callable[[], Awaitable[None]]]:
-    from nomnesia.adapters.indexes._common import new_namespace
-    from nomnesia.adapters.postgres import PgVectorIndex, create_pool, drop_schema
-    pool = await create_pool(p.url("postgres"))
-    schema = new_namespace()
-    async with pool.connection() as conn:
-        await conn.execute(f"CREATE SCHEMA {schema}")
-    index = PgVectorIndex(pool, schema, dim)
+    from nomnesia.adapters.indexes.pgvector import PgVectorIndex
+    index = PgVectorIndex(p.url("postgres"), dim=dim)  # its own pool and schema, dropped on close
     await index.create()
-
-    async def cleanup() -> None:
-        await drop_schema(pool, schema)
-        await pool.close()
-    return index, cleanup
+    return index, _nothing
 
 
 BACKENDS: dict[str, Opener] = {

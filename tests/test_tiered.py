@@ -14,8 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
-from nomnesia.adapters.archive import InMemoryArchive
-from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
+from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
 from nomnesia.adapters.tiered import FAILPOINTS, TieredMemoryStore
 from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry, EntryLike

@@ -1,4 +1,4 @@
-"""What every VectorIndex backend shares: namespaces, derived keys, bounded calls.
+"""What every VectorIndex backend shares: derived keys, bounded calls, completeness.
 
 User ids are data. No backend ever sees a user id inside query syntax: each
 one filters on a derived key (``user_key``: hex SHA-256, only ``[0-9a-f]``)
@@ -11,51 +11,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import re
 import secrets
 import uuid
 from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol, TypeVar
 
+from nomnesia.adapters.abandoned import Abandoned
 from nomnesia.adapters.bounds import clamp_k
 from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import Entry
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, MemoryStoreError
 
 __all__ = [
-    "NAMESPACE_RE",
     "Calls",
     "Completeness",
     "bounded",
     "check_batch",
     "check_k",
-    "check_namespace",
     "command",
-    "new_namespace",
     "point_uuid",
     "user_key",
 ]
 
 T = TypeVar("T")
 
-NAMESPACE_RE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
-"""Safe as a Qdrant/Milvus collection name, a Redis key prefix and a glob."""
-
 # A fixed uuid5 namespace: point ids must be the same in every process.
 _POINT_NS = uuid.UUID("6f1c3f0e-8a9b-5b4e-9d3c-0b7a4e2f9c11")
-
-
-def new_namespace() -> str:
-    """A fresh namespace, so that many indexes share one engine unseen."""
-    return f"nm_{secrets.token_hex(8)}"
-
-
-def check_namespace(namespace: str) -> str:
-    # Namespaces become collection names and key prefixes unescaped, so only
-    # a conservative alphabet is accepted (they come from code, never users).
-    if not NAMESPACE_RE.match(namespace):
-        raise ValueError(f"namespace {namespace!r} must match {NAMESPACE_RE.pattern}")
-    return namespace
 
 
 def user_key(user_id: str) -> str:
@@ -128,7 +109,7 @@ class Calls:
 
     def __init__(self, backend: str) -> None:
         self.backend = backend
-        self._orphans: set[asyncio.Future[Any]] = set()
+        self._abandoned = Abandoned()
 
     async def __call__(self, timeout: float, call: Awaitable[T]) -> T:
         try:
@@ -142,22 +123,14 @@ class Calls:
             return await bounded(self.backend, timeout, asyncio.shield(task))
         except BaseException:
             if not task.done():
-                self._orphans.add(task)
-                task.add_done_callback(self._reap)
+                self._abandoned.add(task, self.backend)
             raise
 
     async def drain(self, timeout: float) -> None:
         """Wait until the calls given up on are over, or raise ``BackendTimeout``."""
-        if self._orphans:
-            _, pending = await asyncio.wait(set(self._orphans), timeout=timeout)
-            if pending:
-                raise BackendTimeout(self.backend, timeout,
-                                     "a call given up on earlier is still running")
-
-    def _reap(self, task: asyncio.Future[Any]) -> None:
-        self._orphans.discard(task)
-        if not task.cancelled():
-            task.exception()  # retrieved: its caller already got an error
+        if await self._abandoned.wait(timeout) is not None:
+            raise BackendTimeout(self.backend, timeout,
+                                 "a call given up on earlier is still running")
 
 
 class Completeness:

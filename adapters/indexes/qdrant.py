@@ -15,14 +15,13 @@ from qdrant_client import AsyncQdrantClient, models
 
 from nomnesia.suite.contract import Entry
 
+from ..tiers import check_namespace, new_namespace
 from ._common import (
     Calls,
     Completeness,
     SelfCheckingByCompleteness,
     check_batch,
     check_k,
-    check_namespace,
-    new_namespace,
     point_uuid,
     settle_and_drop,
 )

@@ -21,14 +21,13 @@ import qdrant_edge as qe
 
 from nomnesia.suite.contract import Entry
 
+from ..tiers import check_namespace, new_namespace
 from ._common import (
     Calls,
     Completeness,
     SelfCheckingByCompleteness,
     check_batch,
     check_k,
-    check_namespace,
-    new_namespace,
     point_uuid,
 )
 

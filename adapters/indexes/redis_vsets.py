@@ -19,16 +19,14 @@ from collections.abc import Sequence
 
 from redis.asyncio import Redis
 
-from nomnesia.adapters.tiers import TierLost
+from nomnesia.adapters.tiers import TierLost, check_namespace, new_namespace
 from nomnesia.suite.contract import Entry
 
 from ._common import (
     Calls,
     check_batch,
     check_k,
-    check_namespace,
     command,
-    new_namespace,
     settle_and_drop,
     user_key,
 )

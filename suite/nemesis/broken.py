@@ -15,8 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from nomnesia.adapters.stacks import open_engine_stack
@@ -36,8 +35,11 @@ class LateTiersStore(TieredMemoryStore):
     """
 
     FLUSH_EVERY = 0.05
-    _queue: list[Entry]
-    _flusher: asyncio.Task[None] | None
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self._queue: list[Entry] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     async def append_message(self, user_id: str, role: str, content: str,
                              *, message_id: str | None = None) -> Entry:
@@ -67,15 +69,6 @@ class LateTiersStore(TieredMemoryStore):
         await super().aclose()
 
 
-@asynccontextmanager
-async def _late(**kw: Any) -> AsyncIterator[TieredMemoryStore]:
-    async with open_engine_stack(None, log_engine="redis", **kw) as store:
-        store.__class__ = LateTiersStore  # same state, the broken append
-        assert isinstance(store, LateTiersStore)
-        store._queue, store._flusher = [], None
-        yield store
-
-
 def open_late_tiers(**kw: Any) -> AbstractAsyncContextManager[TieredMemoryStore]:
     """The ``pgvector`` stack with the broken append."""
-    return _late(**kw)
+    return open_engine_stack("pgvector", store_cls=LateTiersStore, **kw)

@@ -1,0 +1,176 @@
+"""The adapter registry: one row per built-in store, and what it needs installed.
+
+The suite's ``--adapter``, ``open_store``, the nox matrix and the CI matrix all
+read these rows, so adding a row here is all it takes to test a stack
+everywhere. A stack is a row: its log engine, its index class and the engines
+it needs; a backend on an engine the project already runs is one index module
+plus one row (docs/adapters.md). Like fsspec's registry, a name maps to an
+import path that is loaded only when used, and a missing client library becomes
+an error that says which extra to install instead of a bare ImportError.
+
+This module imports the standard library only, and nothing relative: nox loads
+it by path from an interpreter where nomnesia (and its dependencies) may not be
+installed, e.g. ``importlib.util.spec_from_file_location("registry", path)``.
+"""
+
+# No ``from __future__ import annotations``: with string annotations, dataclass
+# looks its module up in sys.modules, which a module run by path is not in.
+import functools
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ADAPTERS", "STACK_OPENER", "AdapterSpec", "MissingDependency", "adapter_names"]
+
+
+class MissingDependency(ImportError):
+    """A client library or engine wheel of an adapter is not installed."""
+
+    def __init__(self, adapter: str, module: str, extras: tuple[str, ...]) -> None:
+        hint = f"pip install 'nomnesia[{','.join(extras)}]'" if extras else "pip install nomnesia"
+        super().__init__(f"adapter {adapter!r} needs the Python module {module!r}: {hint}")
+        self.adapter = adapter
+        self.module = module
+        self.hint = hint
+
+
+STACK_OPENER = "nomnesia.adapters.stacks:open_engine_stack"
+"""What opens every row with an ``index``: ``open_engine_stack(spec, **options)``."""
+
+
+def _attr(target: str) -> Any:
+    module_name, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+@dataclass(frozen=True)
+class AdapterSpec:
+    """How to open one built-in store, and what it needs installed.
+
+    A *stack* (a row with ``index``) is data: the PostgreSQL archive, a
+    short-term log on ``log``, and the VectorIndex class ``index`` on
+    ``index_engine``; ``open_engine_stack`` opens any of them. Another row
+    names a ``target`` that opens the store itself (the in-process oracle).
+    """
+
+    name: str
+    target: str = ""
+    """``module:callable`` for a row without ``index``: it takes keyword options
+    and returns an async context manager that yields a fresh, empty store."""
+    extras: tuple[str, ...] = ()
+    """The pip extras that bring its clients and embedded engines."""
+    requires: tuple[str, ...] = ()
+    """Import names checked before opening, for the install hint."""
+    description: str = ""
+    engines: tuple[str, ...] = ()
+    """Engine kinds the stack needs from a provider (``postgres``, ``redis`` ...);
+    empty for in-process stores."""
+    log: str = ""
+    """The engine of a stack's short-term log: ``redis`` or ``valkey``."""
+    index: str = ""
+    """``module:Class`` of a stack's VectorIndex. The class is built as
+    ``Class(target, namespace=, dim=, timeout=, reuse=)`` then ``await create()``,
+    where ``target`` is the URL of ``index_engine``, or the connection the stack
+    already holds to it (the archive's pool, for ``postgres``)."""
+    index_engine: str = ""
+    """The engine kind whose URL (or held connection) the index gets."""
+
+    def __post_init__(self) -> None:
+        if self.index:
+            wanted = {"postgres", self.log, self.index_engine}
+            if not (self.log and self.index_engine) or set(self.engines) != wanted:
+                raise ValueError(f"adapter {self.name!r}: a stack needs log and index_engine, "
+                                 f"and engines == {sorted(wanted)}, not {self.engines}")
+        elif not self.target:
+            raise ValueError(f"adapter {self.name!r} needs a target or an index")
+
+    @property
+    def is_stack(self) -> bool:
+        return bool(self.index)
+
+    def check_installed(self) -> None:
+        """Raise MissingDependency, naming the extra, if a required module is absent."""
+        for module in self.requires:
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise MissingDependency(self.name, module, self.extras) from exc
+
+    def load(self) -> Callable[..., Any]:
+        """The opener: a callable of keyword options returning an async context manager."""
+        self.check_installed()
+        if self.is_stack:
+            return functools.partial(_attr(STACK_OPENER), self)
+        factory: Callable[..., Any] = _attr(self.target)
+        return factory
+
+    def index_class(self) -> Any:
+        """The stack's VectorIndex class, imported now (its client library with it)."""
+        self.check_installed()
+        return _attr(self.index)
+
+
+_INDEXES = "nomnesia.adapters.indexes"
+
+ADAPTERS: dict[str, AdapterSpec] = {
+    spec.name: spec
+    for spec in (
+        AdapterSpec("memory", "nomnesia.adapters.memory:InMemoryStore",
+                    description="in-process oracle: every guarantee, no backends"),
+        AdapterSpec("pgvector", log="redis", index=f"{_INDEXES}.pgvector:PgVectorIndex",
+                    index_engine="postgres",
+                    extras=("pgvector", "redis", "embedded"), requires=("psycopg", "redis"),
+                    engines=("postgres", "redis"),
+                    description="Redis short-term log + pgvector index + PostgreSQL archive"),
+        AdapterSpec("qdrant", log="redis", index=f"{_INDEXES}.qdrant:QdrantIndex",
+                    index_engine="qdrant",
+                    extras=("qdrant", "pgvector", "redis", "embedded"),
+                    requires=("qdrant_client", "psycopg", "redis"),
+                    engines=("postgres", "redis", "qdrant"),
+                    description="Redis log + Qdrant index (qdrant-client) + PostgreSQL archive"),
+        # The "URL" of qdrant-edge is a directory under the provider's own, which the
+        # provider removes even when this process is killed.
+        AdapterSpec("qdrant-edge", log="redis", index=f"{_INDEXES}.qdrant_edge:QdrantEdgeIndex",
+                    index_engine="qdrant-edge",
+                    extras=("pgvector", "redis", "embedded"),
+                    requires=("qdrant_edge", "psycopg", "redis"),
+                    engines=("postgres", "redis", "qdrant-edge"),
+                    description="Redis log + Qdrant Edge index in-process + PostgreSQL archive"),
+        AdapterSpec("milvus", log="redis", index=f"{_INDEXES}.milvus:MilvusIndex",
+                    index_engine="milvus",
+                    extras=("milvus", "pgvector", "redis", "embedded"),
+                    requires=("pymilvus", "psycopg", "redis"),
+                    engines=("postgres", "redis", "milvus"),
+                    description="Redis log + Milvus index (pymilvus) + PostgreSQL archive"),
+        AdapterSpec("redis", log="redis", index=f"{_INDEXES}.redis_vsets:RedisVsetIndex",
+                    index_engine="redis",
+                    extras=("pgvector", "redis", "embedded"), requires=("psycopg", "redis"),
+                    engines=("postgres", "redis"),
+                    description="Redis 8 log + Redis 8 vector sets index + PostgreSQL archive"),
+        AdapterSpec("valkey", log="valkey", index=f"{_INDEXES}.pgvector:PgVectorIndex",
+                    index_engine="postgres",
+                    extras=("pgvector", "redis", "embedded"), requires=("psycopg", "redis"),
+                    engines=("postgres", "valkey"),
+                    description="Valkey log + pgvector index + PostgreSQL archive"),
+        AdapterSpec("redis-search", log="redis",
+                    index=f"{_INDEXES}.redis_search:RedisSearchIndex",
+                    index_engine="redis-search",
+                    extras=("pgvector", "redis", "embedded"), requires=("psycopg", "redis"),
+                    engines=("postgres", "redis", "redis-search"),
+                    description="Redis log + Redis query engine (RediSearch) index "
+                                "+ PostgreSQL archive"),
+        # The same MilvusIndex as "milvus", on a Milvus server over gRPC (never Lite).
+        AdapterSpec("milvus-server", log="redis", index=f"{_INDEXES}.milvus:MilvusIndex",
+                    index_engine="milvus-server",
+                    extras=("milvus", "pgvector", "redis", "embedded"),
+                    requires=("pymilvus", "psycopg", "redis"),
+                    engines=("postgres", "redis", "milvus-server"),
+                    description="Redis log + Milvus server index (gRPC) + PostgreSQL archive"),
+    )
+}
+
+
+def adapter_names() -> list[str]:
+    """Names of the built-in stores, in registry order."""
+    return list(ADAPTERS)
