@@ -147,7 +147,7 @@ def declared(item: pytest.Item) -> list[str] | None:
     Anything else in the mark is a ``pytest.UsageError``: a misspelt declaration
     would otherwise quietly turn a guarantee's column into "not exercised".
     """
-    marks = list(item.iter_markers(MARK))
+    marks = [*item.iter_markers(MARK), *_overridden_marks(item)]
     if not marks:
         return None
     keys: set[str] = set()
@@ -171,6 +171,22 @@ def declared(item: pytest.Item) -> list[str] | None:
         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{MARK}() names no guarantee; "
                                 "a test of the suite itself says none='why'")
     return _ordered(keys)
+
+
+def _overridden_marks(item: pytest.Item) -> list[pytest.Mark]:
+    """The marks of the suite test that ``item`` overrides in a user's subclass, if any.
+
+    A store's test class may override a suite test only to mark it
+    ``xfail(reason=...)``; the override has no guarantee mark of its own, and
+    without the original's the report would lose which guarantees that xfail
+    gives up on.
+    """
+    cls, name = getattr(item, "cls", None), getattr(item, "originalname", None)
+    for base in (cls.__mro__[1:] if cls is not None and name else ()):
+        original = base.__dict__.get(name)
+        if original is not None:
+            return [m for m in getattr(original, "pytestmark", ()) if m.name == MARK]
+    return []
 
 
 _DECLARED = pytest.StashKey[list[str]]()

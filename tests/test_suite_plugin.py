@@ -187,6 +187,24 @@ def test_overriding_with_xfail_is_allowed(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, xfailed=1)
 
 
+def test_an_xfail_override_keeps_the_guarantees_it_gives_up(pytester: pytest.Pytester) -> None:
+    """The report says which guarantees a store's xfail override leaves unchecked."""
+    import json
+
+    extra = """
+        @pytest.mark.xfail(reason="known gap")
+        def test_search_finds_exact_content(self, store):
+            raise AssertionError("known gap")
+    """
+    pytester.makepyfile(test_mine=_subclass(extra))
+    report = pytester.path / "report.json"
+    result = pytester.runpytest("-k", "search_finds", f"--nomnesia-json={report}", *QUIET)
+    result.assert_outcomes(xfailed=1)
+    tests = json.loads(report.read_text(encoding="utf-8"))["tests"]
+    (test,) = [t for t in tests if "search_finds_exact_content" in t["nodeid"]]
+    assert "G4" in test["guarantees"], test
+
+
 def test_a_hanging_store_fails_with_g12(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(hanging="""
         import asyncio
