@@ -202,9 +202,9 @@ def bench(session: nox.Session) -> None:
     """
     args = [a for a in session.posargs if a != "--no-extra"]
     args += [] if "--out" in args else ["--out", str(RESULTS / "bench")]
-    out = Path(args[args.index("--out") + 1])  # relative to ROOT, where nox runs sessions
     install(session, ["dev"])
-    session.run("python", str(ROOT / "bench" / "report.py"), *args)
+    session.run("python", str(ROOT / "bench" / "report.py"), *args)  # it checks the options
+    out = Path(args[args.index("--out") + 1])  # relative to ROOT, where nox runs sessions
     for name in () if "--no-extra" in session.posargs else ("bench_engines", "bench_indexes"):
         try:  # side reports: one failing spoils not the rest
             text = session.run("python", str(ROOT / "bench" / f"{name}.py"), silent=True)
