@@ -12,20 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._run import LoggedStore, expect, wait_until
-from .contract import ROLES, SUMMARY_ROLE, EntryLike, Guarantee
+from .contract import G1, G2, G4, G5, G6, G7, G8, G9, G11, ROLES, SUMMARY_ROLE, EntryLike
 
 __all__ = ["Model", "UserModel", "check_hits", "check_user", "search_finds", "snapshot"]
-
-_G1 = Guarantee.DURABILITY
-_G2 = Guarantee.EXACTLY_ONCE
-_G3 = Guarantee.READ_YOUR_WRITES
-_G4 = Guarantee.SEARCH
-_G5 = Guarantee.ORDER
-_G7 = Guarantee.ATOMIC_COMPACTION
-_G8 = Guarantee.FORGET
-_G9 = Guarantee.ISOLATION
-_G6 = Guarantee.IDEMPOTENT_APPENDS
-_G11 = Guarantee.QUIESCENT_CONSISTENCY
 
 
 @dataclass
@@ -92,20 +81,20 @@ def _pair(user_id: str, other: object) -> frozenset[object]:
 def check_returned(entry: EntryLike, user_id: str, role: str, content: str,
                    message_id: str | None, s: LoggedStore) -> None:
     """The entry an append returns is the message that was appended."""
-    expect(entry.user_id == user_id, _G9, f"append_message for user {user_id!r} returned an "
-                                          f"entry of user {entry.user_id!r}", s.log,
+    expect(entry.user_id == user_id, G9, f"append_message for user {user_id!r} returned an "
+                                         f"entry of user {entry.user_id!r}", s.log,
            user=_pair(user_id, entry.user_id))
     got = (entry.user_id, entry.role, entry.content, tuple(entry.covers))
-    expect(got == (user_id, role, content, ()), _G1,
+    expect(got == (user_id, role, content, ()), G1,
            lambda: f"append_message returned {got!r}, not the appended "
                    f"{(user_id, role, content, ())!r}", s.log, user=user_id)
-    expect(isinstance(entry.id, str) and entry.id, _G1,
+    expect(isinstance(entry.id, str) and entry.id, G1,
            f"append_message returned an entry without a str id: {entry.id!r}", s.log,
            user=user_id)
-    expect(isinstance(entry.seq, int) and not isinstance(entry.seq, bool), _G5,
+    expect(isinstance(entry.seq, int) and not isinstance(entry.seq, bool), G5,
            f"append_message returned a non-int seq {entry.seq!r}", s.log, user=user_id)
     if message_id is not None:
-        expect(entry.id == message_id, _G6,
+        expect(entry.id == message_id, G6,
                f"append_message(message_id={message_id!r}) returned id {entry.id!r}", s.log,
                user=user_id)
 
@@ -125,7 +114,7 @@ async def search_finds(s: LoggedStore, user_id: str, content: str, k: int = 5) -
     found, waited = await wait_until(
         lambda: s.search(user_id, content, k),
         lambda hits: any(h.content == content for h in hits), within=_within(s))
-    expect(any(h.content == content for h in found), _G4,
+    expect(any(h.content == content for h in found), G4,
            lambda: f"search({user_id!r}, <exact content {content[:40]!r}>, k={k}) did not return "
                    f"the live entry with that content within {waited:.3f}s "
                    f"(search_staleness={s.search_staleness:g})", s.log,
@@ -137,22 +126,22 @@ def check_hits(hits: list[EntryLike], user_id: str, k: int, live: dict[str, Entr
                model: Model, s: LoggedStore) -> None:
     """Search results: at most k, all live entries of this user, as get_history has them."""
     u = model.user(user_id)
-    expect(len(hits) <= k, _G4, f"search returned {len(hits)} entries for k={k}", s.log,
+    expect(len(hits) <= k, G4, f"search returned {len(hits)} entries for k={k}", s.log,
            user=user_id)
     for h in hits:
         if h.user_id != user_id:
-            expect(False, _G9, _leak("search", user_id, h, h.user_id), s.log,
+            expect(False, G9, _leak("search", user_id, h, h.user_id), s.log,
                    user=_pair(user_id, h.user_id))
         other = None if h.id in live else model.owner(h.id, h.content, user_id)
         if other is not None:
-            expect(False, _G9, _leak("search", user_id, h, other), s.log,
+            expect(False, G9, _leak("search", user_id, h, other), s.log,
                    user=_pair(user_id, other))
-        expect(h.id not in u.gone or h.id in live, _G8,
+        expect(h.id not in u.gone or h.id in live, G8,
                f"search returned forgotten entry {h.id!r}", s.log, user=user_id)
-        expect(h.id in live, _G4, f"search returned {h.id!r}, which is not a live entry "
-                                  "(covered by a summary, or never written)", s.log,
+        expect(h.id in live, G4, f"search returned {h.id!r}, which is not a live entry "
+                                 "(covered by a summary, or never written)", s.log,
                user=user_id)
-        expect(h.content == live[h.id].content, _G4,
+        expect(h.content == live[h.id].content, G4,
                f"search and get_history disagree on the content of {h.id!r}", s.log,
                user=user_id)
 
@@ -169,27 +158,27 @@ async def check_user(s: LoggedStore, model: Model, user_id: str, *,
 
     for e in history:
         if e.user_id != user_id:
-            expect(False, _G9, _leak("get_history", user_id, e, e.user_id), log,
+            expect(False, G9, _leak("get_history", user_id, e, e.user_id), log,
                    user=_pair(user_id, e.user_id))
-    expect(len(ids) == len(live), _G2,
+    expect(len(ids) == len(live), G2,
            lambda: f"duplicate ids among live entries: "
                    f"{sorted({i for i in ids if ids.count(i) > 1})}", log, user=user_id)
     seqs = [e.seq for e in history]
-    expect(seqs == sorted(seqs) and len(set(seqs)) == len(seqs), _G5,
+    expect(seqs == sorted(seqs) and len(set(seqs)) == len(seqs), G5,
            f"get_history seqs are not strictly ascending: {seqs}", log, user=user_id)
 
     summaries = [e for e in history if e.role == SUMMARY_ROLE]
     u.summaries.update(e.id for e in summaries)
-    expect(len(summaries) <= 1 and (not summaries or history[0].role == SUMMARY_ROLE), _G7,
+    expect(len(summaries) <= 1 and (not summaries or history[0].role == SUMMARY_ROLE), G7,
            lambda: f"live history is not 'at most one summary, first': roles "
                    f"{[e.role for e in history]}", log, user=user_id)
     covered: list[str] = [c for e in summaries for c in e.covers]
-    expect(len(covered) == len(set(covered)), _G2,
+    expect(len(covered) == len(set(covered)), G2,
            "a summary covers the same message twice", log, user=user_id)
-    expect(not set(covered) & set(live), _G2,
+    expect(not set(covered) & set(live), G2,
            lambda: f"entries both live and covered: {sorted(set(covered) & set(live))}",
            log, user=user_id)
-    expect(not set(covered) & u.summaries, _G7,
+    expect(not set(covered) & u.summaries, G7,
            lambda: f"a summary covers summary ids {sorted(set(covered) & u.summaries)}; "
                    "covers hold message ids only", log, user=user_id)
 
@@ -198,37 +187,37 @@ async def check_user(s: LoggedStore, model: Model, user_id: str, *,
     for e in history:
         if e.role == SUMMARY_ROLE:
             continue
-        expect(e.role in ROLES, _G1, f"live entry {e.id!r} has role {e.role!r}",
+        expect(e.role in ROLES, G1, f"live entry {e.id!r} has role {e.role!r}",
                log, user=user_id)
         if e.id in known:
-            expect((e.role, e.content) == known[e.id], _G1,
+            expect((e.role, e.content) == known[e.id], G1,
                    f"live entry {e.id!r} holds {(e.role, e.content[:40])!r}, "
                    "not what was appended", log, user=user_id)
         else:
             other = model.owner(e.id, e.content, user_id)
             if other is not None:
-                expect(False, _G9, _leak("get_history", user_id, e, other), log,
+                expect(False, G9, _leak("get_history", user_id, e, other), log,
                        user=_pair(user_id, other))
-            expect(e.content in unclaimed, _G2,
+            expect(e.content in unclaimed, G2,
                    f"phantom entry {e.id!r} ({e.content[:40]!r}): it was never appended, "
                    "or it duplicates an append under a new id", log)
             unclaimed.remove(e.content)
     for c in covered:
-        expect(c in known or c in u.gone, _G2, f"a summary covers unknown id {c!r}",
+        expect(c in known or c in u.gone, G2, f"a summary covers unknown id {c!r}",
                log, user=user_id)
 
     accounted = set(live) | set(covered)
     lost = [i for i in u.acked if i not in accounted]
-    expect(not lost, _G1, lambda: f"acknowledged appends are neither live nor covered by the "
-                                  f"live summary: {lost}", log, user=user_id)
+    expect(not lost, G1, lambda: f"acknowledged appends are neither live nor covered by the "
+                                 f"live summary: {lost}", log, user=user_id)
 
     order = [i for i in u.acked if i in live]
-    expect(order == [i for i in ids if i in u.acked], _G5,
+    expect(order == [i for i in ids if i in u.acked], G5,
            lambda: "live entries are not in the order their appends were acknowledged",
            log, user=user_id)
 
     report = await s.consistent_state(user_id)
-    expect(report, _G11, f"consistent_state({user_id!r}) is falsy at quiescence:\n{report}",
+    expect(report, G11, f"consistent_state({user_id!r}) is falsy at quiescence:\n{report}",
            log, user=user_id)
 
     messages = [e for e in history if e.role != SUMMARY_ROLE]
@@ -245,7 +234,7 @@ async def check_user(s: LoggedStore, model: Model, user_id: str, *,
             check_hits(hits, user_id, 5, live, model, s)
     if not history:
         hits = await s.search(user_id, "anything at all", 5)
-        expect(not hits, _G8 if u.gone else _G4,
+        expect(not hits, G8 if u.gone else G4,
                f"search for user {user_id!r} with no live entries returned {len(hits)}",
                log, user=user_id)
     return history

@@ -57,6 +57,24 @@ class Guarantee(enum.Enum):
         return f"G{self.number} {self.title}" if self.number else "Inputs"
 
 
+# The guarantees by their SPEC.md numbers: the one set of names the suite's checks
+# (``expect(ok, G7, ...)``) and its declarations (``@pytest.mark.guarantee(G7)``) use.
+G1 = Guarantee.DURABILITY
+G2 = Guarantee.EXACTLY_ONCE
+G3 = Guarantee.READ_YOUR_WRITES
+G4 = Guarantee.SEARCH
+G5 = Guarantee.ORDER
+G6 = Guarantee.IDEMPOTENT_APPENDS
+G7 = Guarantee.ATOMIC_COMPACTION
+G8 = Guarantee.FORGET
+G9 = Guarantee.ISOLATION
+G10 = Guarantee.INTERRUPTION
+G11 = Guarantee.QUIESCENT_CONSISTENCY
+G12 = Guarantee.ERRORS
+INPUTS = Guarantee.INPUTS
+"""SPEC.md's Inputs section: valid values of any shape are accepted, invalid ones change nothing."""
+
+
 @runtime_checkable
 class EntryLike(Protocol):
     """What the suite reads of an entry: exactly the attributes SPEC.md names."""

@@ -162,8 +162,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if seed is None:
         seed = random.SystemRandom().randrange(2**32)
     config.stash[_SEED] = int(seed)
-    config.addinivalue_line("markers", "guarantee(*guarantees): the SPEC.md guarantees a "
-                                       "nomnesia suite test exercises")
+    config.addinivalue_line(
+        "markers", "guarantee(*guarantees, none=None): the SPEC.md guarantees a nomnesia suite "
+                   "test checks (nomnesia.suite.contract.G1 ... G12, INPUTS), read by the JSON "
+                   "report; none='why' for a test of the suite itself")
     from . import reporting
 
     reporting.configure(config)
@@ -347,7 +349,17 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without a store to test, stop early with the usage, not with one error per test."""
+    """Refuse a suite test's malformed ``guarantee`` mark; without a store to test, stop
+    early with the usage, not with one error per test.
+
+    Other projects' items are left alone (their ``guarantee`` mark may mean something
+    else); ``--nomnesia-json`` checks every item it reports on.
+    """
+    from . import reporting
+
+    for item in items:
+        if _in_suite(Path(str(item.path))):
+            reporting.declared(item)  # raises UsageError for anything but Guarantee members
     if config.getoption("nomnesia_store", None) or config.getoption("nomnesia_adapter", None):
         return
     if hasattr(config, "workerinput"):

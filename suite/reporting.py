@@ -1,9 +1,9 @@
 """The suite's machine-readable report: one JSON file per run, read by ``nomnesia report``.
 
 A red test is only useful across adapters if it says which promise broke, so
-every test is recorded with the guarantees it exercises (its ``guarantee``
-marks, else the ``Guarantee`` members its code and the suite's checkers refer
-to) and the guarantees its failure names (suite failure messages start with
+every test is recorded with the guarantees it exercises (what it declares with
+``@pytest.mark.guarantee(G1, G7, ...)``, read from the collected item) and the
+guarantees its failure names (suite failure messages start with
 ``G7 atomic compaction:`` or ``Inputs:``).
 
 Under pytest-xdist the workers run the tests and the controller writes the
@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import inspect
 import json
 import os
 import platform
 import re
 import sys
 import time
-import types
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +39,7 @@ __all__ = [
     "cause_key",
     "cause_lines",
     "configure",
+    "declared",
     "failed_guarantees",
     "failure_text",
     "group_causes",
@@ -56,7 +55,8 @@ CAUSES = "nomnesia_causes"
 """user_properties key: the causes of a failed test (``annotate``), one per failing input."""
 ANOMALIES = "nomnesia_anomalies"
 """user_properties key: every anomaly of a concurrency failure, however many were printed."""
-MARK_NAMES = ("guarantee", "guarantees", "nomnesia_guarantee")
+MARK = "guarantee"
+"""The one mark a suite test declares what it checks with (registered by plugin.py)."""
 
 _NUMBERED = sorted((g for g in Guarantee if g.number), key=lambda g: g.number)
 GUARANTEE_KEYS: tuple[str, ...] = (*(f"G{g.number}" for g in _NUMBERED), "Inputs")
@@ -67,11 +67,7 @@ _TITLES = {g.number: g.title for g in _NUMBERED}
 # and possibly the exception type ("AssertionError: G7 atomic compaction: ...").
 _MESSAGE = re.compile(
     r"^(?:E\s+)?(?:\|\s*)?(?:(?:[a-z_]\w*\.)*[A-Z]\w*: )?(?:G(\d{1,2}) ([a-z ]+)|(Inputs)):", re.M)
-# The suite's harness (opening stores, timeouts) names G12 for every test; it
-# is machinery, not a check, so references inside it do not count.
-_HARNESS = frozenset({f"{__package__}._run"})
 _WORKER = re.compile(r"^\[gw\d+\] ")
-_NAME_G = re.compile(r"(?:^|[_/\[.-])g(\d{1,2})(?=$|[_\].-])", re.I)
 
 
 def guarantee_key(value: object) -> str | None:
@@ -142,77 +138,43 @@ def _first_line(report: pytest.TestReport) -> str:
     return lines[0][:500] if lines else ""
 
 
-def _exercised(item: pytest.Item) -> list[str]:
-    """The guarantees a test checks: its marks, else the Guarantees its code refers to
-    (plus a ``g7`` in its name, and Inputs for an ``inputs`` module).
+def declared(item: pytest.Item) -> list[str] | None:
+    """The guarantees ``item`` declares it checks, in column order; None if it declares nothing.
 
-    The code is read from the function's bytecode names, following the suite's
-    own helpers a few calls deep, so a test that calls ``expect(..., G7, ...)``
-    or a shared checker counts without any bookkeeping in the suite.
+    A test declares them with ``@pytest.mark.guarantee(G1, G7, ...)`` (the names
+    ``nomnesia.suite.contract`` exports); marks add up, so a parametrized case
+    can add its own (``pytest.param("compact", marks=pytest.mark.guarantee(G7))``).
+    A test of the suite itself declares ``none="why"`` and gets ``[]``.
+    Anything else in the mark is a ``pytest.UsageError``: a misspelt declaration
+    would otherwise quietly turn a guarantee's column into "not exercised".
     """
+    marks = list(item.iter_markers(MARK))
+    if not marks:
+        return None
     keys: set[str] = set()
-    for name in MARK_NAMES:
-        for mark in item.iter_markers(name):
-            for arg in (*mark.args, *mark.kwargs.values()):
-                values = arg if isinstance(arg, (list, tuple, set, frozenset)) else (arg,)
-                keys.update(k for v in values if (k := guarantee_key(v)))
-    if keys:
-        return _ordered(keys)
-    function = getattr(item, "function", None)
-    if callable(function):
-        keys.update(_referenced(function, getattr(item, "cls", None), depth=5, seen=set()))
-    keys.update(f"G{int(m.group(1))}" for m in _NAME_G.finditer(item.nodeid)
-                if int(m.group(1)) in _TITLES)
-    if re.search(r"(?:^|[/_])inputs?(?:[_.]|$)", item.nodeid.split("::")[0], re.I):
-        keys.add("Inputs")  # the Inputs section has no Guarantee member of its own in use
+    reasons: list[object] = []
+    for mark in marks:
+        unknown = sorted(set(mark.kwargs) - {"none"})
+        bad = [a for a in mark.args if not isinstance(a, Guarantee)]
+        if unknown or bad:
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.{MARK} takes Guarantee members "
+                f"(nomnesia.suite.contract.G1 ... G12, INPUTS) and none='why', not "
+                f"{', '.join([*map(repr, bad), *(f'{k}=' for k in unknown)])}")
+        keys.update(k for g in mark.args if (k := guarantee_key(g)))
+        if "none" in mark.kwargs:
+            reasons.append(mark.kwargs["none"])
+    if (reasons and keys) or any(not isinstance(r, str) or not r.strip() for r in reasons):
+        raise pytest.UsageError(
+            f"{item.nodeid}: @pytest.mark.{MARK}(none='why') declares that the test checks no "
+            "guarantee: give a reason, and no guarantees beside it")
+    if not keys and not reasons:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{MARK}() names no guarantee; "
+                                "a test of the suite itself says none='why'")
     return _ordered(keys)
 
 
-def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
-    yield code
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            yield from _codes(const)
-
-
-def _ours(value: object) -> bool:
-    module = str(getattr(value, "__module__", ""))
-    return module.startswith(f"{__package__}.") and module not in _HARNESS
-
-
-def _referenced(function: Callable[..., object], cls: type | None, *, depth: int,
-                seen: set[int]) -> set[str]:
-    """Guarantees named in ``function``, and in the suite functions and classes it uses."""
-    function = inspect.unwrap(function)
-    code = getattr(function, "__code__", None)
-    if code is None or id(code) in seen:
-        return set()
-    seen.add(id(code))
-    namespace: Mapping[str, object] = getattr(function, "__globals__", {})
-    found: set[str] = set()
-    for sub in _codes(code):
-        names = set(sub.co_names)
-        if "Guarantee" in names:
-            found.update(f"G{g.number}" if g.number else "Inputs"
-                         for g in Guarantee if g.name in names)
-        for name in names:
-            value, owner = namespace.get(name), None
-            if value is None and cls is not None:  # self.helper(...)
-                value, owner = inspect.getattr_static(cls, name, None), cls
-                value = getattr(value, "__func__", value)
-            if isinstance(value, Guarantee):
-                found.add(guarantee_key(value) or "")
-            elif depth <= 0 or not _ours(value):
-                continue
-            elif inspect.isfunction(value):
-                found |= _referenced(value, owner, depth=depth - 1, seen=seen)
-            elif inspect.isclass(value):  # a checker object: every method it has
-                for member in vars(value).values():
-                    member = getattr(member, "__func__", member)
-                    if inspect.isfunction(member):
-                        found |= _referenced(member, value, depth=depth - 1, seen=seen)
-    found.discard("")
-    return found
+_DECLARED = pytest.StashKey[list[str]]()
 
 
 # --------------------------------------------------------------------------- causes
@@ -606,15 +568,21 @@ def verdict_text(failed: int, passed: int, skipped: int, not_reached: int) -> st
 NOT_EXERCISED = "—"
 
 
-# Worker side: annotate every report with the guarantees its test exercises.
+# Worker side: annotate every report with the guarantees its test declares.
 
 class _Annotator:
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            item.stash[_DECLARED] = declared(item) or []
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
                                   ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
         if report.when == "setup":
-            keys = _exercised(item)
+            keys = item.stash.get(_DECLARED, None)
+            if keys is None:  # added after collection by another plugin
+                keys = declared(item) or []
             if keys:
                 report.user_properties.append((PROPERTY, keys))
         return report

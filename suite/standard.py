@@ -31,9 +31,13 @@ Writing suite tests (for the suite's own modules, ``suite/test_*.py``):
   store inside with ``async with recorded(store) as s``: the test runs on a
   fresh event loop with an overall timeout, whatever the caller's asyncio
   setup, and every call on ``s`` lands in ``s.log``;
-- fail with ``expect(cond, Guarantee.X, "what broke", s.log)`` (or raise
-  ``GuaranteeViolation``) so that the message starts with the guarantee and
-  shows the operations that led to it;
+- fail with ``expect(cond, G7, "what broke", s.log)`` (``G1`` ... ``G12`` and
+  ``INPUTS`` from ``nomnesia.suite.contract``; or raise ``GuaranteeViolation``)
+  so that the message starts with the guarantee and shows the operations that
+  led to it;
+- declare what the test checks with ``@pytest.mark.guarantee(G1, G7, ...)``:
+  the JSON report and the matrix attribute a test by that mark alone
+  (docs/suite.md, "Writing suite tests");
 - skip on a declared capability only: ``capabilities_of(store)`` /
   ``s.capabilities`` (for example ``failpoints``);
 - docstrings carry a "Troubleshooting" section for the store author.

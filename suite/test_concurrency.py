@@ -27,11 +27,15 @@ from typing import Any
 import pytest
 
 from ._run import GuaranteeViolation, StoreFactory, StoreTests, settings, suite_test
-from .contract import Guarantee
+from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G11
 from .workload import Mix, Outcome, Workload, resolve_rounds, resolve_seed, run_rounds
 
 __all__ = ["TestConcurrency"]
 
+_CHECKER_ALL = (G1, G2, G3, G4, G5, G6, G7, G8, G9, G11)
+"""What the checker judges in a history with every kind of call (appends with retries,
+conflicts and twins, reads, searches, compactions, forgets) over several users, plus
+``consistent_state`` at quiescence (G11)."""
 _TIMEOUT = 600.0  # a slow stack at ~1k ops/s needs seconds per round; this is the hang bound
 _Body = Callable[..., Coroutine[Any, Any, None]]
 _concurrent: Callable[[_Body], Callable[..., None]] = suite_test(timeout=_TIMEOUT)
@@ -62,7 +66,7 @@ def _saved(outcome: Outcome) -> str:
 class TestConcurrency(StoreTests):
     """Concurrent clients on one store: G1-G9 from the history, G11 at quiescence."""
 
-    @pytest.mark.guarantee(*(g for g in Guarantee if 1 <= g.number <= 9 or g.number == 11))
+    @pytest.mark.guarantee(*_CHECKER_ALL)
     @_concurrent
     async def test_concurrent_mixed_workload(self, store: StoreFactory) -> None:
         """Appends, retries, reads, searches, compactions and forgets over five users at once.
@@ -77,8 +81,7 @@ class TestConcurrency(StoreTests):
         """
         await _judge(store, 4, ops=500)
 
-    @pytest.mark.guarantee(Guarantee.DURABILITY, Guarantee.EXACTLY_ONCE, Guarantee.ORDER,
-                           Guarantee.ATOMIC_COMPACTION, Guarantee.QUIESCENT_CONSISTENCY)
+    @pytest.mark.guarantee(G1, G2, G3, G4, G5, G6, G7, G9, G11)  # no forget in the mix: no G8
     @_concurrent
     async def test_concurrent_compactions(self, store: StoreFactory) -> None:
         """Compactions racing appends, reads and each other on two users.
@@ -90,8 +93,7 @@ class TestConcurrency(StoreTests):
         mix = Mix(append=0.4, read=0.3, search=0.05, compact=0.25, forget=0.0)
         await _judge(store, 2, ops=400, users=("ann", "anna"), mix=mix)
 
-    @pytest.mark.guarantee(Guarantee.FORGET, Guarantee.DURABILITY, Guarantee.SEARCH,
-                           Guarantee.QUIESCENT_CONSISTENCY)
+    @pytest.mark.guarantee(*_CHECKER_ALL)
     @_concurrent
     async def test_concurrent_forget(self, store: StoreFactory) -> None:
         """Forgets racing appends, reads, searches and compactions.
@@ -103,7 +105,7 @@ class TestConcurrency(StoreTests):
         mix = Mix(append=0.45, read=0.25, search=0.12, compact=0.08, forget=0.1)
         await _judge(store, 2, ops=400, users=("ann", "anna", "Ann"), mix=mix)
 
-    @pytest.mark.guarantee(Guarantee.ISOLATION, Guarantee.SEARCH, Guarantee.IDEMPOTENT_APPENDS)
+    @pytest.mark.guarantee(*_CHECKER_ALL)
     @_concurrent
     async def test_concurrent_users_stay_apart(self, store: StoreFactory) -> None:
         """Users whose ids are prefixes, case variants and patterns of each other, searched a lot.

@@ -25,13 +25,22 @@ from ._run import (
     settings,
     suite_test,
 )
-from .contract import SUMMARY_ROLE, Guarantee
-
-G1, G2, G3, G4, G5 = (Guarantee.DURABILITY, Guarantee.EXACTLY_ONCE, Guarantee.READ_YOUR_WRITES,
-                      Guarantee.SEARCH, Guarantee.ORDER)
-G6, G7, G8, G9 = (Guarantee.IDEMPOTENT_APPENDS, Guarantee.ATOMIC_COMPACTION, Guarantee.FORGET,
-                  Guarantee.ISOLATION)
-G10, G11, G12 = Guarantee.INTERRUPTION, Guarantee.QUIESCENT_CONSISTENCY, Guarantee.ERRORS
+from .contract import (
+    G1,
+    G2,
+    G3,
+    G4,
+    G5,
+    G6,
+    G7,
+    G8,
+    G9,
+    G10,
+    G11,
+    G12,
+    SUMMARY_ROLE,
+    Guarantee,
+)
 
 
 async def _fill(s: LoggedStore, model: Model, user_id: str, n: int, tag: str = "m") -> list[str]:
@@ -46,6 +55,7 @@ async def _fill(s: LoggedStore, model: Model, user_id: str, n: int, tag: str = "
 class TestContract(StoreTests):
     """G1-G9 and G11, one operation at a time."""
 
+    @pytest.mark.guarantee(G4, G7)
     @suite_test
     async def test_store_declares_keep_last_and_search_staleness(self, store: StoreFactory) -> None:
         """``keep_last`` is an int >= 1 and ``search_staleness`` a number >= 0.
@@ -62,6 +72,7 @@ class TestContract(StoreTests):
             expect(isinstance(lag, (int, float)) and not isinstance(lag, bool) and lag >= 0, G4,
                    f"store.search_staleness must be a number >= 0, is {lag!r}")
 
+    @pytest.mark.guarantee(G1, G2, G3, G4, G5, G6, G11)
     @suite_test
     async def test_append_returns_the_entry_and_history_shows_it(self, store: StoreFactory) -> None:
         """An acknowledged append is returned as written and read back at once.
@@ -82,6 +93,7 @@ class TestContract(StoreTests):
                    "get_history returns the entries differently from what append returned", s.log)
             await check_user(s, m, "ann")
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G11)
     @suite_test
     async def test_seq_increases_for_sequential_appends(self, store: StoreFactory) -> None:
         """G5: if append A returned before B started, seq(A) < seq(B); gaps are allowed.
@@ -98,6 +110,7 @@ class TestContract(StoreTests):
                    f"seq of sequential appends is not strictly increasing: {seqs}", s.log)
             await check_user(s, m, "ann")
 
+    @pytest.mark.guarantee(G1, G2, G3, G4, G5, G11)
     @suite_test
     async def test_history_limit_returns_newest_in_ascending_order(
             self, store: StoreFactory) -> None:
@@ -125,6 +138,7 @@ class TestContract(StoreTests):
             attempts.check()
             await check_user(s, m, "ann")
 
+    @pytest.mark.guarantee(G1, G2, G3, G4, G5, G11)
     @suite_test
     async def test_history_past_page_sizes(self, store: StoreFactory) -> None:
         """G1/G3 at scale: 300 entries read back whole, past any backend's page size.
@@ -143,6 +157,7 @@ class TestContract(StoreTests):
             expect(got == ids[-257:], G3, "get_history(limit=257) is not the newest 257", s.log)
             await check_user(s, m, "ann", searches=2)
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G11)
     @suite_test
     async def test_search_finds_exact_content(self, store: StoreFactory) -> None:
         """G4: searching a live entry's exact content returns it within the top k.
@@ -172,6 +187,7 @@ class TestContract(StoreTests):
             attempts.check()
             await check_user(s, m, "ann", searches=0)
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G9, G11)
     @suite_test
     async def test_search_returns_at_most_k(self, store: StoreFactory) -> None:
         """G4: search returns at most k entries (default 5), all live entries of that user.
@@ -198,6 +214,7 @@ class TestContract(StoreTests):
             attempts.check()
             await check_user(s, m, "ann", searches=0)
 
+    @pytest.mark.guarantee(G1, G2, G3, G4, G5, G7, G9, G11)
     @suite_test
     async def test_unknown_user_is_empty(self, store: StoreFactory) -> None:
         """A user never written has no history, no search hits; compact is None, forget works.
@@ -220,6 +237,7 @@ class TestContract(StoreTests):
             await check_user(s, m, "ann")
             await check_user(s, m, "nobody")
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G6, G7, G11)
     @suite_test
     async def test_retry_with_same_message_id_returns_same_entry(
             self, store: StoreFactory) -> None:
@@ -254,6 +272,7 @@ class TestContract(StoreTests):
                    "a retry of a covered message changed the history (appended it again?)", s.log)
             await check_user(s, m, "ann")
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G6, G11)
     @suite_test
     async def test_conflicting_retry_raises_and_changes_nothing(
             self, store: StoreFactory) -> None:
@@ -292,6 +311,7 @@ class TestContract(StoreTests):
         await attempts.each(store, variants, setup, conflict, finish=finish)
         attempts.check()
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G6, G11)
     @suite_test
     async def test_message_ids_are_unique(self, store: StoreFactory) -> None:
         """G2: ids the store makes are unique, and distinct message_ids stay distinct entries.
@@ -311,6 +331,7 @@ class TestContract(StoreTests):
                    f"10 distinct appends gave {len(history)} live entries", s.log)
             await check_user(s, m, "ann")
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G7, G11)
     @suite_test
     async def test_compact_returns_none_up_to_keep_last(self, store: StoreFactory) -> None:
         """G7: with at most keep_last live entries, compact returns None and changes nothing.
@@ -330,6 +351,7 @@ class TestContract(StoreTests):
                    "compact that returned None changed the history", s.log)
             await check_user(s, m, "ann")
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G7, G11)
     @suite_test
     async def test_compact_replaces_the_prefix_with_one_summary(
             self, store: StoreFactory) -> None:
@@ -379,6 +401,7 @@ class TestContract(StoreTests):
                    s.log)
             await check_user(s, m, "ann")
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G7, G11)
     @suite_test
     async def test_search_never_returns_covered_entries(self, store: StoreFactory) -> None:
         """G4/G7: once compact returns, search never returns an entry it covered.
@@ -405,6 +428,7 @@ class TestContract(StoreTests):
                                     "compact returned", s.log)
             await check_user(s, m, "ann")
 
+    @pytest.mark.guarantee(G1, G2, G3, G4, G5, G7, G11)
     @suite_test
     async def test_append_after_compact_is_not_covered(self, store: StoreFactory) -> None:
         """G7: an append that starts after compact returned stays live and outside that summary.
@@ -424,6 +448,7 @@ class TestContract(StoreTests):
             expect(history[-1].id == e.id, G3, "the append after compact is not live", s.log)
             await check_user(s, m, "ann")
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G6, G8, G9, G11)
     @suite_test
     async def test_forget_removes_everything(self, store: StoreFactory) -> None:
         """G8: after forget returns, no method returns anything written for that user before.
@@ -457,6 +482,7 @@ class TestContract(StoreTests):
                    "after forget and a re-append, history is not just the new entry", s.log)
             await check_user(s, m, "ann")
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G7, G8, G9, G11)
     @suite_test
     async def test_users_are_isolated(self, store: StoreFactory) -> None:
         """G9: no method called for one user returns, compacts or forgets another's entries.
@@ -485,6 +511,7 @@ class TestContract(StoreTests):
                     await check_user(s, m, u)
             attempts.check()
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G7, G8, G10, G11)
     @suite_test
     async def test_consistent_and_recoverable_when_quiescent(self, store: StoreFactory) -> None:
         """G11/G10: consistent_state is truthy after every step; recover() is safe any time.
@@ -510,6 +537,7 @@ class TestContract(StoreTests):
             await s.recover()
             await check_user(s, m, "ann")
 
+    @pytest.mark.guarantee(G1, G5, G12)
     @suite_test
     async def test_every_operation_answers_within_a_bound(self, store: StoreFactory) -> None:
         """G12: every method of a healthy store returns or raises within a bound, never hangs.
@@ -537,6 +565,7 @@ class TestContract(StoreTests):
                     expect(False, G12, f"{name} did not answer within {settings.op_timeout:g}s "
                                        "on a healthy store", s.log)
 
+    @pytest.mark.guarantee(none="nomnesia's own failure-message format, not a store")
     def test_guarantee_names_are_stable(self) -> None:
         """Failure messages start with ``str(Guarantee)``; tools parse them.
 

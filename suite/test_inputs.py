@@ -26,7 +26,7 @@ from ._run import (
     settings,
     suite_test,
 )
-from .contract import MAX_MESSAGE_ID, Guarantee
+from .contract import G1, G2, G4, G5, G6, G7, G8, G9, G11, INPUTS, MAX_MESSAGE_ID
 from .inputs import (
     ADVERSARIAL_CONTENTS,
     ADVERSARIAL_USER_IDS,
@@ -37,9 +37,6 @@ from .inputs import (
     INVALID_USER_IDS,
     random_user_ids,
 )
-
-INPUTS, G6, G9 = Guarantee.INPUTS, Guarantee.IDEMPOTENT_APPENDS, Guarantee.ISOLATION
-G7 = Guarantee.ATOMIC_COMPACTION
 
 
 async def _populate(s: LoggedStore, m: Model, users: list[str], per_user: int,
@@ -89,6 +86,7 @@ async def _ids_stay_isolated(store: StoreFactory, users: list[str], attempts: At
 class TestInputs(StoreTests):
     """Adversarial user ids and contents; invalid values of every argument."""
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G9, G11, INPUTS)
     @suite_test
     async def test_adversarial_user_ids_round_trip_and_stay_isolated(
             self, store: StoreFactory) -> None:
@@ -106,6 +104,7 @@ class TestInputs(StoreTests):
         users = list(ADVERSARIAL_USER_IDS)
         await _ids_stay_isolated(store, users, Attempts("user id", len(users)))
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G7, G8, G9, G11, INPUTS)
     @suite_test
     async def test_adversarial_user_ids_compact_and_forget_alone(
             self, store: StoreFactory) -> None:
@@ -128,6 +127,7 @@ class TestInputs(StoreTests):
             await _compact_and_forget(store, users, attempts, isolate=True)
             (attempts if attempts.failures else probe).check()
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G9, G11, INPUTS)
     @suite_test
     async def test_random_user_ids_stay_isolated(self, store: StoreFactory) -> None:
         """G9: seeded random ids from a hostile alphabet never mix (the seed is printed).
@@ -140,6 +140,7 @@ class TestInputs(StoreTests):
         with replay_hint(seed):
             await _ids_stay_isolated(store, users, Attempts("user id", len(users)))
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G6, G9, G11, INPUTS)
     @suite_test
     async def test_adversarial_contents_round_trip(self, store: StoreFactory) -> None:
         """Inputs/G1/G4: contents come back exactly and are searchable and retryable.
@@ -170,6 +171,7 @@ class TestInputs(StoreTests):
         await attempts.each(store, list(enumerate(ADVERSARIAL_CONTENTS)), setup, one)
         attempts.check()
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G6, G9, G11, INPUTS)
     @suite_test
     async def test_adversarial_message_ids(self, store: StoreFactory) -> None:
         """G6/Inputs: message ids are data: case, prefix and syntax variants are distinct.
@@ -324,6 +326,7 @@ async def _search_unchanged(s: LoggedStore, before: list[Any], what: str) -> Non
 class TestInvalidInputs(StoreTests):
     """Invalid values raise ValueError or TypeError before anything is written."""
 
+    @pytest.mark.guarantee(G1, G2, G4, G5, G7, G9, G11, INPUTS)
     @pytest.mark.parametrize(("argument", "calls"), _cases())
     @suite_test
     async def test_invalid_argument_is_rejected_before_any_effect(

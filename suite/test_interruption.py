@@ -30,10 +30,8 @@ from ._run import (
     settings,
     suite_test,
 )
-from .contract import SUMMARY_ROLE, Guarantee
+from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11, SUMMARY_ROLE, Guarantee
 from .failpoints import Action, armed
-
-G10 = Guarantee.INTERRUPTION
 
 _MAX_CUTS = 40
 """Cut points tried per operation; enough to pass every await of a store without I/O."""
@@ -246,10 +244,21 @@ def _store_without_failpoints(s: LoggedStore) -> bool:
     return not (caps.failpoints and caps.failpoint_names)
 
 
+# Every cut is followed by _verify: check_user over many users on one store, the retry of
+# a cut append with its message_id (G6), a compaction after a cut one (G7), a forget
+# after a cut one (G8), and an append that must read back as the newest entry (G3).
+_AFTER_A_CUT = (G1, G2, G3, G4, G5, G9, G10, G11)
+_OPS = [pytest.param("append", marks=pytest.mark.guarantee(G6)),
+        pytest.param("compact", marks=pytest.mark.guarantee(G7)),
+        pytest.param("forget", marks=pytest.mark.guarantee(G8)),
+        "get_history", "search"]
+
+
 class TestInterruption(StoreTests):
     """G10: cancellation at every await, and injected failures, then recover()."""
 
-    @pytest.mark.parametrize("op", ["append", "compact", "forget", "get_history", "search"])
+    @pytest.mark.guarantee(*_AFTER_A_CUT)
+    @pytest.mark.parametrize("op", _OPS)
     @suite_test
     async def test_cancel_at_every_step_then_recover(self, store: StoreFactory, op: str) -> None:
         """G10: an operation cancelled at any await takes full effect or none.
@@ -263,6 +272,7 @@ class TestInterruption(StoreTests):
         """
         await sweep(store, op)
 
+    @pytest.mark.guarantee(*_AFTER_A_CUT)
     @suite_test
     async def test_cancelled_append_without_message_id(self, store: StoreFactory) -> None:
         """G10: a cancelled append without message_id shows up once or not at all.
@@ -272,8 +282,9 @@ class TestInterruption(StoreTests):
         """
         await sweep(store, "append", with_id=False)
 
+    @pytest.mark.guarantee(*_AFTER_A_CUT)
     @pytest.mark.parametrize("action", ["raise", "cancel"])
-    @pytest.mark.parametrize("op", ["append", "compact", "forget"])
+    @pytest.mark.parametrize("op", _OPS[:3])
     @suite_test
     async def test_failpoints_then_recover(self, store: StoreFactory, op: str,
                                            action: str) -> None:

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import pytest
+
 from ._checks import Model, check_hits, check_user, search_finds, snapshot
 from ._run import GuaranteeViolation, LoggedStore, StoreFactory, StoreTests, recorded, suite_test
-from .contract import EntryLike, Guarantee
+from .contract import G1, G2, G3, G4, G5, G7, G9, G11, INPUTS, EntryLike, Guarantee
 
 __all__ = ["HUGE", "TestLimits"]
-
-INPUTS, G3 = Guarantee.INPUTS, Guarantee.READ_YOUR_WRITES
 
 HUGE: dict[str, int] = {"2**31": 2**31, "2**63-1": 2**63 - 1, "2**64": 2**64, "10**30": 10**30}
 """Valid ``limit``/``k`` values past every backend's integer types, by how a failure names them."""
@@ -128,6 +128,7 @@ async def _search_case(s: LoggedStore, m: Model, user: str, name: str, value: in
 class TestLimits(StoreTests):
     """``limit`` and ``k`` of 2**31, 2**63-1, 2**64 and 10**30: valid, answered, harmless."""
 
+    @pytest.mark.guarantee(G1, G2, G3, G4, G5, G7, G9, G11, INPUTS)
     @suite_test
     async def test_huge_limit_returns_the_whole_history(self, store: StoreFactory) -> None:
         """G3/Inputs: ``get_history(u, limit)`` with a huge limit returns every live entry.
@@ -145,6 +146,7 @@ class TestLimits(StoreTests):
         """
         await _try_every_value(store, _history_case)
 
+    @pytest.mark.guarantee(G1, G2, G3, G4, G5, G7, G9, G11, INPUTS)
     @suite_test
     async def test_huge_k_search_still_finds_exact_content(self, store: StoreFactory) -> None:
         """G4/Inputs: ``search(u, q, k)`` with a huge k still finds exact content, harmlessly.

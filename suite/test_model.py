@@ -62,7 +62,26 @@ from ._run import (
     settings,
     store_error,
 )
-from .contract import MAX_CONTENT, ROLES, SUMMARY_ROLE, EntryLike, Guarantee
+from .contract import (
+    G1,
+    G2,
+    G3,
+    G4,
+    G5,
+    G6,
+    G7,
+    G8,
+    G9,
+    G10,
+    G11,
+    G12,
+    INPUTS,
+    MAX_CONTENT,
+    ROLES,
+    SUMMARY_ROLE,
+    EntryLike,
+    Guarantee,
+)
 from .inputs import (
     ADVERSARIAL_CONTENTS,
     ADVERSARIAL_USER_IDS,
@@ -75,12 +94,6 @@ from .inputs import (
 
 __all__ = ["DEFAULT_EXAMPLES", "DEFAULT_STEPS", "ModelViolation", "StoreMachine", "TestModel",
            "run_model"]
-
-G1, G3, G4, G6, G7, G8 = (Guarantee.DURABILITY, Guarantee.READ_YOUR_WRITES, Guarantee.SEARCH,
-                          Guarantee.IDEMPOTENT_APPENDS, Guarantee.ATOMIC_COMPACTION,
-                          Guarantee.FORGET)
-G9, G10, G12 = Guarantee.ISOLATION, Guarantee.INTERRUPTION, Guarantee.ERRORS
-INPUTS = Guarantee.INPUTS
 
 DEFAULT_EXAMPLES = 50
 """Sequences tried per store (``--nomnesia-model-examples``): it runs on every stack."""
@@ -548,6 +561,7 @@ def run_model(factory: StoreFactory, *, seed: int, examples: int = DEFAULT_EXAMP
 class TestModel(StoreTests):
     """Random call sequences, shrunk to the smallest that breaks a guarantee."""
 
+    @pytest.mark.guarantee(G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11, G12, INPUTS)
     def test_model_based_call_sequences(self, store: StoreFactory,
                                         request: pytest.FixtureRequest) -> None:
         """G1-G9, G11 and Inputs over call sequences that Hypothesis generates and shrinks.

@@ -173,3 +173,44 @@ class AuditStore:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.aclose()
+
+
+class ChatPlusVectors(AuditStore):
+    """An audit adapter over a chat-history store plus a vector store, the pair most teams build.
+
+    langchain-postgres and llama-index both leave the write path to the team:
+    the message goes to the chat history, then its copy to the vector store,
+    with no transaction or outbox between them. That path, the idempotent retry
+    of a ``message_id`` and the history read are the same for both, so they
+    are written here once; a subclass says how to read and write its two
+    libraries (``_entries``, ``_record``, ``_index``).
+    """
+
+    async def _entries(self, user_id: str) -> list[Entry]:
+        """The user's live history, oldest first, read from the chat store."""
+        raise NotImplementedError
+
+    async def _record(self, e: Entry) -> None:
+        """Add ``e`` to the user's chat history."""
+        raise NotImplementedError
+
+    async def _index(self, e: Entry) -> None:
+        """Add ``e``'s copy to the vector store."""
+        raise NotImplementedError
+
+    async def append_message(self, user_id: str, role: str, content: str,
+                             *, message_id: str | None = None) -> Entry:
+        role, message_id = check_append(role, message_id)
+        if message_id is not None:
+            existing = retried(await self._entries(user_id), message_id, role, content)
+            if existing is not None:
+                return existing
+        e = entry(message_id or uuid.uuid4().hex, user_id, next_seq(), role, content)
+        await self._record(e)
+        await self._index(e)
+        return e
+
+    async def get_history(self, user_id: str, limit: int = 10) -> list[Entry]:
+        limit = clamp("limit", limit)
+        return (await self._entries(user_id))[-limit:]
+

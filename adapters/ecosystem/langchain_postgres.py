@@ -48,14 +48,11 @@ from nomnesia.suite.contract import ConsistencyReport, Difference, Entry
 from . import _engines
 from ._common import (
     DIM,
-    AuditStore,
-    check_append,
+    ChatPlusVectors,
     check_query,
     clamp,
     covers_of,
     entry,
-    next_seq,
-    retried,
     summarize,
     vector_id,
 )
@@ -92,7 +89,7 @@ def _entry(user_id: str, m: BaseMessage) -> Entry:
                  tuple(extra.get("covers") or ()))
 
 
-class LangchainPostgresStore(AuditStore):
+class LangchainPostgresStore(ChatPlusVectors):
     """The contract over a chat history table and a PGVectorStore; see the module docstring."""
 
     library = LIBRARY
@@ -116,21 +113,8 @@ class LangchainPostgresStore(AuditStore):
             {"user_id": e.user_id, "entry_id": e.id, "seq": e.seq, "role": e.role,
              "covers": list(e.covers)}])
 
-    async def append_message(self, user_id: str, role: str, content: str,
-                             *, message_id: str | None = None) -> Entry:
-        role, message_id = check_append(role, message_id)
-        if message_id is not None:
-            existing = retried(await self._entries(user_id), message_id, role, content)
-            if existing is not None:
-                return existing
-        e = entry(message_id or uuid.uuid4().hex, user_id, next_seq(), role, content)
-        await self._history(user_id).aadd_messages([_message(e)])
-        await self._index(e)
-        return e
-
-    async def get_history(self, user_id: str, limit: int = 10) -> list[Entry]:
-        limit = clamp("limit", limit)
-        return (await self._entries(user_id))[-limit:]
+    async def _record(self, e: Entry) -> None:
+        await self._history(e.user_id).aadd_messages([_message(e)])
 
     async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
         query, k = check_query(query), clamp("k", k)

@@ -48,15 +48,12 @@ from nomnesia.suite.contract import ConsistencyReport, Difference, Entry
 
 from . import _engines
 from ._common import (
-    AuditStore,
-    check_append,
+    ChatPlusVectors,
     check_query,
     clamp,
     covers_of,
     embedder,
     entry,
-    next_seq,
-    retried,
     summarize,
     vector_id,
 )
@@ -92,7 +89,7 @@ def _entry(user_id: str, m: ChatMessage) -> Entry:
                  m.content or "", tuple(extra.get("covers") or ()))
 
 
-class LlamaIndexStore(AuditStore):
+class LlamaIndexStore(ChatPlusVectors):
     """The contract over one llama-index chat store and one vector index."""
 
     def __init__(self, chats: BaseChatStore, *, key_prefix: str, library: str,
@@ -115,21 +112,8 @@ class LlamaIndexStore(AuditStore):
             metadata={"user_id": e.user_id, "entry_id": e.id, "seq": e.seq, "role": e.role,
                       "covers": ",".join(e.covers)})])
 
-    async def append_message(self, user_id: str, role: str, content: str,
-                             *, message_id: str | None = None) -> Entry:
-        role, message_id = check_append(role, message_id)
-        if message_id is not None:
-            existing = retried(await self._entries(user_id), message_id, role, content)
-            if existing is not None:
-                return existing
-        e = entry(message_id or uuid.uuid4().hex, user_id, next_seq(), role, content)
-        await self.chats.async_add_message(self._key(user_id), _message(e))
-        await self._index(e)
-        return e
-
-    async def get_history(self, user_id: str, limit: int = 10) -> list[Entry]:
-        limit = clamp("limit", limit)
-        return (await self._entries(user_id))[-limit:]
+    async def _record(self, e: Entry) -> None:
+        await self.chats.async_add_message(self._key(e.user_id), _message(e))
 
     async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
         query, k = check_query(query), clamp("k", k)

@@ -43,13 +43,18 @@ async def trimmed_user_id(open_store: Opener) -> str | None:
     return f"get_history('ann') returned {hits!r}" if hits else None
 
 
-async def whitespace_user_id(open_store: Opener) -> str | None:
+async def _refused(open_store: Opener, user_id: str) -> str | None:
+    """The evidence when the library rejects a user id the contract accepts (any non-empty str)."""
     async with open_store() as s:
         try:
-            await s.append_message('say "hi"', "user", "x")
+            await s.append_message(user_id, "user", "x")
         except ValueError as exc:
-            return f"append_message('say \"hi\"', ...) raised ValueError: {exc}"
+            return f"append_message({user_id!r}, ...) raised {type(exc).__name__}: {exc}"
     return None
+
+
+async def whitespace_user_id(open_store: Opener) -> str | None:
+    return await _refused(open_store, 'say "hi"')
 
 
 async def system_dropped(open_store: Opener) -> str | None:
@@ -80,12 +85,7 @@ async def coerced_user_id(open_store: Opener) -> str | None:
 
 
 async def dot_in_user_id(open_store: Opener) -> str | None:
-    async with open_store() as s:
-        try:
-            await s.append_message("a.b", "user", "x")
-        except ValueError as exc:
-            return f"append_message('a.b', ...) raised {type(exc).__name__}: {exc}"
-    return None
+    return await _refused(open_store, "a.b")
 
 
 async def nul_content(open_store: Opener) -> str | None:
