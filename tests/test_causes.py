@@ -9,14 +9,9 @@ HTML/Markdown matrix and of the nox table.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -32,6 +27,7 @@ from nomnesia.suite.reporting import (
     cause_lines,
     group_causes,
     guarantee_verdicts,
+    leaf_cell,
     verdict_text,
     violation_causes,
 )
@@ -233,38 +229,17 @@ def test_matrix_cells_say_not_reached_and_count_skips() -> None:
     assert cells[GUARANTEE_KEYS.index("G4")] == "not reached (2)"
 
 
-@pytest.fixture(scope="module")
-def noxfile() -> Iterator[ModuleType]:
-    saved = dict(os.environ)
-    spec = importlib.util.spec_from_file_location("nomnesia_noxfile_causes", ROOT / "noxfile.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        del sys.modules[spec.name]
-        os.environ.clear()
-        os.environ.update(saved)
+def test_nox_cells_name_what_was_not_reached_or_skipped() -> None:
+    def leaf(tests: list[dict[str, Any]], code: int, verdicts: list[dict[str, Any]]
+             ) -> dict[str, Any]:
+        return {"format": FORMAT, "meta": {"label": "pgvector", "python": "3.12.1",
+                                           "exitstatus": code},
+                "tests": tests, "guarantees": guarantee_verdicts(verdicts)}
 
-
-def test_nox_cells_name_what_was_not_reached_or_skipped(noxfile: ModuleType,
-                                                        tmp_path: Path) -> None:
-    head = '<testsuites><testsuite name="pytest">'
-    fail = ('<testcase name="search_1"><failure message="G12 errors: search raised '
-            'InternalError"/></testcase>')
-    stem = tmp_path / noxfile.leaf_stem("3.12", "pgvector")
-    Path(f"{stem}.exit").write_text("1\n")
-    Path(f"{stem}.xml").write_text(f"{head}{fail}</testsuite></testsuites>")
-    Path(f"{stem}.json").write_text(json.dumps({"guarantees": guarantee_verdicts(TESTS)}))
-    cell = noxfile.read_cell(tmp_path, "3.12", "pgvector")
+    fail = {**_test("search_1", "failed", [], ["G12"]),
+            "message": "G12 errors: search raised InternalError"}
+    cell = leaf_cell(leaf([fail], 1, TESTS))
     assert cell.text() == "FAIL G12 (G4 not reached)"
-    ok = tmp_path / noxfile.leaf_stem("3.12", "redis")
-    Path(f"{ok}.exit").write_text("0\n")
-    skip = '<testcase name="s"><skipped message="no failpoints"/></testcase>'
-    Path(f"{ok}.xml").write_text(f'{head}<testcase name="t"/>{skip}</testsuite></testsuites>')
     passing = [t for t in TESTS if t["outcome"] != "failed"]
-    Path(f"{ok}.json").write_text(json.dumps({"guarantees": guarantee_verdicts(passing)}))
-    assert noxfile.read_cell(tmp_path, "3.12", "redis").text() == "pass (1, 1 skipped; G11 " \
-                                                                  "skipped)"
+    ok = leaf([_test("t", "passed", []), _test("s", "skipped", [])], 0, passing)
+    assert leaf_cell(ok).text() == "pass (1, 1 skipped; G11 skipped)"

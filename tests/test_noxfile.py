@@ -1,8 +1,9 @@
-"""The noxfile's two axes come from pyproject and the adapter registry, and its table reads junit.
+"""The noxfile reads its axes from pyproject and the registry, and importing it does nothing.
 
 The sessions are listed with a real ``nox -l --json``; the helpers are tested on
-the noxfile loaded as a module (its import-time changes to the environment are
-undone after loading).
+the noxfile loaded as a module (it sets the run's environment only when its
+command line runs an aggregate, and the fixture undoes that). The table the
+aggregates print is tested in test_matrix_table.py, where its code lives.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,12 +19,15 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import nox.project
 import pytest
 
 from nomnesia.adapters import ADAPTERS
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+sys.path.insert(0, str(ROOT / "ci"))
+import pythons  # noqa: E402
 
 
 def nox_listing() -> list[dict[str, Any]]:
@@ -45,7 +50,7 @@ def noxfile() -> Iterator[ModuleType]:
                                                   ROOT / "noxfile.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
+    sys.modules[spec.name] = module
     try:
         spec.loader.exec_module(module)
         yield module
@@ -78,26 +83,15 @@ def test_python_versions_come_from_the_classifiers(noxfile: ModuleType, tmp_path
     fake.write_text('[project]\nclassifiers = [\n  "Programming Language :: Python :: 3",\n'
                     '  "Programming Language :: Python :: 3.14",\n'
                     '  "Programming Language :: Python :: 3.9",\n]\n')
-    assert noxfile.python_versions(fake) == ["3.9", "3.14"]
-
-
-def test_python_versions_without_tomllib(noxfile: ModuleType,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "tomllib", None)  # as on Python 3.10
-    assert noxfile.python_versions() == PYTHONS
+    # What the noxfile calls, on another pyproject.
+    assert nox.project.python_versions(nox.project.load_toml(fake)) == ["3.9", "3.14"]
 
 
 def test_registry_read_by_path_matches_the_installed_one(noxfile: ModuleType) -> None:
     assert list(noxfile.ADAPTERS) == list(ADAPTERS)
     for name, spec in ADAPTERS.items():
         assert noxfile.ADAPTERS[name].extras == tuple(spec.extras)
-    assert noxfile.REGISTRY.guarantees["G7"] == "G7 atomic compaction"
-
-
-def test_registry_parse_fallback_agrees(noxfile: ModuleType) -> None:
-    source = (ROOT / "adapters" / "registry.py").read_text()
-    parsed = noxfile._parse_registry(source)
-    assert [a.name for a in parsed] == list(ADAPTERS)
+        assert noxfile.ADAPTERS[name].engines == tuple(spec.engines)
 
 
 def test_matrix_requires_every_leaf_and_leaves_run_in_parallel(noxfile: ModuleType) -> None:
@@ -110,96 +104,81 @@ def test_matrix_requires_every_leaf_and_leaves_run_in_parallel(noxfile: ModuleTy
         assert set(sessions[f"adapter({adapter})"].requires) == {
             f"conformance-{p}({adapter})" for p in PYTHONS}
     assert sessions["conformance"].allow_parallel is True
+    # The aggregates are data: one table per entry, each tagged so that CI skips it.
+    assert set(noxfile.AGGREGATES) == {"matrix", *(f"adapter({a})" for a in ADAPTERS)}
+    assert all("aggregate" in sessions[name].tags for name in noxfile.AGGREGATES)
 
 
-@pytest.mark.parametrize(("argv", "aggregate"), [
-    (["nox"], True),
-    (["nox", "-s", "matrix", "-j", "2"], True),
-    (["nox", "-s", "adapter(memory)"], True),
-    (["nox", "--session=matrix"], True),
-    (["nox", "-s", "lint", "adapter(memory)"], True),
-    (["nox", "-s", "conformance-3.12(memory)"], False),
-    (["nox", "-s", "tests", "--", "-s", "matrix"], False),
-    (["nox", "-t", "conformance"], False),
+@pytest.mark.parametrize(("argv", "env", "aggregate"), [
+    (["nox"], {}, True),
+    (["nox", "-s", "matrix", "-j", "2"], {}, True),
+    (["nox", "-s", "adapter(memory)"], {}, True),
+    (["nox", "--session=matrix"], {}, True),
+    (["nox", "-s", "lint", "adapter(memory)"], {}, True),
+    (["nox"], {"NOXSESSION": "lint,matrix"}, True),
+    (["nox", "-s", "conformance-3.12(memory)"], {}, False),
+    (["nox", "-s", "tests", "--", "-s", "matrix"], {}, False),
+    (["nox", "-t", "conformance"], {}, False),
+    (["nox"], {"NOXSESSION": "tests"}, False),
+    (["nox", "-l"], {}, False),
+    (["nox", "-s", "matrix", "--list"], {}, False),
+    (["/venv/lib/python3.12/site-packages/pytest/__main__.py", "-q"], {}, False),  # not nox
 ])
-def test_aggregate_runs_defer_leaf_failures(noxfile: ModuleType, monkeypatch: pytest.MonkeyPatch,
-                                            argv: list[str], aggregate: bool) -> None:
-    monkeypatch.delenv("NOXSESSION", raising=False)
-    assert noxfile._starts_aggregate(argv) is aggregate
+def test_aggregate_runs_defer_leaf_failures(noxfile: ModuleType, argv: list[str],
+                                            env: dict[str, str], aggregate: bool) -> None:
+    assert noxfile.runs_aggregate(argv, env) is aggregate
 
 
-JUNIT = """<?xml version="1.0" encoding="utf-8"?>
-<testsuites><testsuite name="pytest" tests="4" failures="2" errors="1">
-<testcase classname="suite.test_contract.TestContract" name="test_ok"/>
-<testcase classname="suite.test_contract.TestContract" name="test_compact">
-  <failure message="nomnesia.suite._run.GuaranteeViolation: G7 atomic compaction: lost m3">
-  trace</failure></testcase>
-<testcase classname="suite.test_contract.TestContract" name="test_search">
-  <failure message="G4 search: returned a covered entry">trace</failure></testcase>
-<testcase classname="suite.test_contract.TestContract" name="test_g11_quiescent">
-  <error message="RuntimeError: boom">trace</error></testcase>
-</testsuite></testsuites>
-"""
+def snapshot(root: Path) -> dict[str, tuple[int, float]]:
+    return {str(p.relative_to(root)): (p.lstat().st_mode, p.lstat().st_mtime)
+            for p in sorted(root.rglob("*"))}
 
 
-def write_leaf(directory: Path, stem: str, code: int, xml: str | None) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / f"{stem}.exit").write_text(f"{code}\n")
-    if xml is not None:
-        (directory / f"{stem}.xml").write_text(xml)
+def test_nox_list_creates_links_and_changes_nothing(tmp_path: Path) -> None:
+    """``nox -l`` (and importing the noxfile) leaves the tree and the environment as they were."""
+    copy = tmp_path / "tree"
+    for name in ("noxfile.py", "pyproject.toml", "adapters/registry.py",
+                 "adapters/ecosystem/__init__.py"):
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, copy / name)
+    before = snapshot(copy)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NOMNESIA_NOX_", "NOX"))}
+    listed = subprocess.run([sys.executable, "-m", "nox", "-l"], cwd=copy, env=env,
+                            capture_output=True, text=True, timeout=120, check=True)
+    assert "conformance-3.12(memory)" in listed.stdout
+    assert listed.stderr == ""  # no warnings about interpreters, no links made
+    probe = ("import json, os, runpy, sys; sys.argv = ['nox', '-l']; before = dict(os.environ);"
+             "path = list(sys.path); runpy.run_path('noxfile.py');"
+             "print(json.dumps([dict(os.environ) == before, sys.path == path]))")
+    imported = subprocess.run([sys.executable, "-c", probe], cwd=copy, env=env,
+                              capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(imported.stdout) == [True, True], imported.stderr
+    assert snapshot(copy) == before, "nox -l created or changed files"
 
 
-def test_cells_name_the_failed_guarantees(noxfile: ModuleType, tmp_path: Path) -> None:
-    write_leaf(tmp_path, noxfile.leaf_stem("3.12", "memory"), 1, JUNIT)
-    cell = noxfile.read_cell(tmp_path, "3.12", "memory")
-    assert cell.status == "fail" and cell.tests == 4
-    assert cell.failed == {"G7": 1, "G4": 1, "G11": 1}
-    assert cell.text() == "FAIL G4 G7 G11"
+def test_pythons_selects_the_newest_build_of_each_classifier() -> None:
+    installed = ["2.7.18", "3.10.9", "3.10.13", "3.11.7", "3.12.1", "3.12.1t", "miniconda3",
+                 "3.13.0", "3.13-dev"]
+    chosen, missing = pythons.select(["3.11.7"], installed, [*PYTHONS, "3.14"])
+    assert chosen == ["3.11.7", "3.10.13", "3.12.1", "3.13.0"]  # the current one stays first
+    assert missing == ["3.14"]
+    assert pythons.select(["system"], ["3.12.1"], ["3.12"]) == (["3.12.1"], [])
+    assert pythons.select(["3.12.0"], ["3.12.0", "3.12.1"], ["3.12"]) == (["3.12.0"], [])
 
 
-def test_cells_tell_no_tests_and_errors_and_absent_leaves(noxfile: ModuleType,
-                                                          tmp_path: Path) -> None:
-    write_leaf(tmp_path, noxfile.leaf_stem("3.10", "memory"), 5, None)
-    write_leaf(tmp_path, noxfile.leaf_stem("3.11", "memory"), 4, None)
-    ok = JUNIT.split("<testcase", 2)[0] + '<testcase name="t"/></testsuite></testsuites>'
-    write_leaf(tmp_path, noxfile.leaf_stem("3.13", "memory"), 0, ok)
-    cells = {p: noxfile.read_cell(tmp_path, p, "memory") for p in PYTHONS}
-    assert [cells[p].status for p in PYTHONS] == ["no tests", "error", "not run", "pass"]
-    assert cells["3.13"].text() == "pass (1)"
-    assert cells["3.10"].ok and cells["3.13"].ok
-    assert not cells["3.11"].ok and not cells["3.12"].ok
-
-
-def test_one_table_adapter_by_python(noxfile: ModuleType, tmp_path: Path) -> None:
-    write_leaf(tmp_path, noxfile.leaf_stem("3.12", "memory"), 1, JUNIT)
-    cells = {(a, p): noxfile.read_cell(tmp_path, p, a) for a in ("memory", "other")
-             for p in ("3.12",)}
-    table = noxfile.render_table(cells, ["memory", "other"], ["3.12"],
-                                 {"G7": "G7 atomic compaction"})
-    lines = table.splitlines()
-    assert lines[0].split() == ["adapter", "3.12"]
-    assert lines[2].split()[:2] == ["memory", "FAIL"]
-    assert lines[3].split() == ["other", "not", "run"]
-    assert "  G7 atomic compaction: memory@3.12 (1)" in lines
-
-
-def test_guarantee_of_reads_the_message_prefix(noxfile: ModuleType) -> None:
-    assert noxfile.guarantee_of("pkg.GuaranteeViolation: G12 errors: x") == "G12"
-    assert noxfile.guarantee_of("Inputs: empty user id accepted") == "Inputs"
-    assert noxfile.guarantee_of("assert 1 == 2", "test_g9_isolation") == "G9"
-    assert noxfile.guarantee_of("assert 1 == 2", "test_other") == "unlabelled"
-    missing = "nomnesia.suite.errors.BackendUnavailable: backend 'postgres' unavailable: G12"
-    assert noxfile.guarantee_of(missing) == "G12"
-    assert noxfile.guarantee_of(missing.removesuffix(": G12")) == "BackendUnavailable"
-
-
-def test_skipped_tests_are_counted_apart(noxfile: ModuleType, tmp_path: Path) -> None:
-    head = '<testsuites><testsuite name="pytest">'
-    skip = '<testcase name="s"><skipped message="no engine"/></testcase>'
-    write_leaf(tmp_path, noxfile.leaf_stem("3.12", "a"), 0,
-               f'{head}<testcase name="t"/>{skip}</testsuite></testsuites>')
-    write_leaf(tmp_path, noxfile.leaf_stem("3.12", "b"), 0,
-               f"{head}{skip}{skip}</testsuite></testsuites>")
-    assert noxfile.read_cell(tmp_path, "3.12", "a").text() == "pass (1, 1 skipped)"
-    cell = noxfile.read_cell(tmp_path, "3.12", "b")
-    assert (cell.status, cell.text(), cell.ok) == ("skipped", "skipped (2)", True)
+def test_pythons_output_is_what_nox_needs_to_find_them() -> None:
+    """With its line applied, nox's own discovery finds every Python pyenv has."""
+    if shutil.which("pyenv") is None:
+        pytest.skip("no pyenv on this machine")
+    out = subprocess.run([sys.executable, str(ROOT / "ci" / "pythons.py")], capture_output=True,
+                         text=True, timeout=60, check=True).stdout.strip()
+    assert out.startswith("export PYENV_VERSION=")
+    env = {**os.environ, "PYENV_VERSION": out.split("=", 1)[1].strip("'")}
+    have = subprocess.run(["pyenv", "versions", "--bare"], capture_output=True, text=True,
+                          check=True).stdout.split()
+    wanted = [p for p in PYTHONS if any(v.startswith(p + ".") for v in have)]
+    probe = ("import sys; from python_discovery import get_interpreter;"
+             "print(all(get_interpreter(v) for v in sys.argv[1:]))")
+    found = subprocess.run([sys.executable, "-c", probe, *wanted], env=env, capture_output=True,
+                           text=True, timeout=120, check=True)
+    assert found.stdout.strip() == "True", (out, wanted, found.stderr)

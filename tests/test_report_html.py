@@ -140,6 +140,22 @@ def test_chromium_builds_the_matrix(page: Path, tmp_path: Path) -> None:
     assert "G7 &lt;broken&gt; &amp; \"quoted\": detail 1" in dom  # escaped, not markup
 
 
+def test_the_nox_matrix_writes_the_same_table(page: Path, tmp_path: Path) -> None:
+    """``nox -s matrix`` writes matrix.html from its leaves' reports: the page above."""
+    for report in sorted(page.parent.glob("r*.json")):
+        shutil.copy(report, tmp_path / report.name)
+    proc = subprocess.run([sys.executable, "-m", "nomnesia.suite.reporting", "matrix",
+                           str(tmp_path), "--adapters", "memory", "--pythons", "3.12"],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 1, proc.stderr  # every report above says pytest exit 1
+
+    def table(html_page: Path) -> str:
+        text = html_page.read_text(encoding="utf-8")
+        return text[text.index('<table id="matrix">'):text.index("</table>")]
+
+    assert table(tmp_path / "matrix.html") == table(page)
+
+
 def test_screenshot_shows_the_matrix(page: Path, tmp_path: Path) -> None:
     shot = tmp_path / "matrix.png"
     run_chromium([f"--screenshot={shot}", "--window-size=1200,800", page.as_uri()],
