@@ -7,28 +7,22 @@ store by name.
 
 from __future__ import annotations
 
-import difflib
 from contextlib import AbstractAsyncContextManager
 from typing import Any, cast
 
 from nomnesia.suite.contract import MemoryStore
-from nomnesia.suite.errors import UnknownAdapter
 
-from .registry import ADAPTERS, AdapterSpec, MissingDependency, adapter_names
+from .registry import (
+    ADAPTERS,
+    AdapterSpec,
+    MissingDependency,
+    UnknownAdapter,
+    adapter_names,
+    lookup,
+)
 
-__all__ = ["ADAPTERS", "AdapterSpec", "MissingDependency", "adapter_names", "lookup",
-           "open_store"]
-
-
-def lookup(name: str) -> AdapterSpec:
-    """The registry row ``name``; UnknownAdapter (with the nearest name) if there is none."""
-    try:
-        return ADAPTERS[name]
-    except KeyError:
-        known = ", ".join(ADAPTERS)
-        close = difflib.get_close_matches(name, ADAPTERS, n=1)
-        maybe = f"did you mean {close[0]!r}? " if close else ""
-        raise UnknownAdapter(f"no built-in store named {name!r}; {maybe}known: {known}") from None
+__all__ = ["ADAPTERS", "AdapterSpec", "MissingDependency", "UnknownAdapter", "adapter_names",
+           "lookup", "open_store"]
 
 
 def open_store(name: str, *, provider: Any = None,

@@ -15,13 +15,19 @@ installed, e.g. ``importlib.util.spec_from_file_location("registry", path)``.
 
 # No ``from __future__ import annotations``: with string annotations, dataclass
 # looks its module up in sys.modules, which a module run by path is not in.
+import difflib
 import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ADAPTERS", "STACK_OPENER", "AdapterSpec", "MissingDependency", "adapter_names"]
+__all__ = ["ADAPTERS", "STACK_OPENER", "AdapterSpec", "MissingDependency", "UnknownAdapter",
+           "adapter_names", "lookup"]
+
+
+class UnknownAdapter(LookupError):
+    """No built-in store is registered under that name (the message suggests the nearest)."""
 
 
 class MissingDependency(ImportError):
@@ -174,3 +180,14 @@ ADAPTERS: dict[str, AdapterSpec] = {
 def adapter_names() -> list[str]:
     """Names of the built-in stores, in registry order."""
     return list(ADAPTERS)
+
+
+def lookup(name: str) -> AdapterSpec:
+    """The registry row ``name``; UnknownAdapter (with the nearest name) if there is none."""
+    try:
+        return ADAPTERS[name]
+    except KeyError:
+        known = ", ".join(ADAPTERS)
+        close = difflib.get_close_matches(name, ADAPTERS, n=1)
+        maybe = f"did you mean {close[0]!r}? " if close else ""
+        raise UnknownAdapter(f"no such built-in store: {name!r}; {maybe}known: {known}") from None

@@ -22,7 +22,6 @@ from .errors import (
     BackendUnavailable,
     MemoryStoreError,
     StoreClosed,
-    UnknownAdapter,
 )
 
 __all__ = [
@@ -39,7 +38,6 @@ __all__ = [
     "MemoryStore",
     "MemoryStoreError",
     "StoreClosed",
-    "UnknownAdapter",
     "engine_session",
     "engine_url",
 ]

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 
 __all__ = ["BackendTimeout", "BackendUnavailable", "MemoryStoreError", "StoreClosed",
-           "UnknownAdapter", "add_explainer", "remove_explainer"]
+           "add_explainer", "remove_explainer"]
 
 Explainer = Callable[[], "list[str]"]
 """Returns what is known to be wrong behind the stores right now, e.g. that an
@@ -88,7 +88,3 @@ class BackendTimeout(BackendUnavailable):
 
 class StoreClosed(MemoryStoreError):
     """The store was used after ``aclose``."""
-
-
-class UnknownAdapter(MemoryStoreError, LookupError):
-    """No built-in store is registered under that name."""

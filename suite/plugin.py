@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import difflib
 import importlib
 import inspect
 import os
@@ -139,17 +138,15 @@ def pytest_configure(config: pytest.Config) -> None:
     if store:
         resolve_factory(store, config.invocation_params.dir)
     if adapter:
-        from nomnesia.adapters import ADAPTERS
+        from nomnesia.adapters import UnknownAdapter, lookup
 
-        if adapter not in ADAPTERS:
-            close = difflib.get_close_matches(adapter, ADAPTERS, n=1)
-            maybe = f"did you mean {close[0]!r}? " if close else ""
-            raise pytest.UsageError(f"--adapter {adapter!r}: no such built-in store; "
-                                    f"{maybe}known: {', '.join(ADAPTERS)}")
+        try:
+            spec = lookup(adapter)
+        except UnknownAdapter as exc:
+            raise pytest.UsageError(f"--adapter: {exc}") from None
         _backends(config)
         from . import reporting
 
-        spec = ADAPTERS[adapter]
         config.stash[reporting.ADAPTER_INFO] = (list(spec.engines), spec.target)
     elif not store and not adapter and not hasattr(config, "workerinput") \
             and _collects_suite(config):

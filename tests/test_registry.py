@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
-from nomnesia.adapters import ADAPTERS, AdapterSpec, lookup
+from nomnesia.adapters import ADAPTERS, AdapterSpec, UnknownAdapter, lookup
 from nomnesia.adapters.stacks import open_engine_stack
 from nomnesia.adapters.tiered import TieredMemoryStore
-from nomnesia.suite.errors import UnknownAdapter
 
 REGISTRY = Path(__file__).resolve().parent.parent / "adapters" / "registry.py"
 
