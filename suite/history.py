@@ -133,9 +133,8 @@ def call_text(invoke: Op) -> str:
     if f == "note":
         return f"# {value}"
     if f in ("open", "close"):
-        which = "opening" if f == "open" else "closing"
         hook = "__aenter__" if f == "open" else "__aexit__"
-        return f"{which} the store ({value}: the factory's {hook})"
+        return f"{method(invoke)} ({value}: the factory's {hook})"
     if f == "recover":
         return "recover()"
     args: tuple[Any, ...] = value if isinstance(value, tuple) else ()
