@@ -9,7 +9,9 @@ Every suite module builds on five names from here:
 - ``StoreTests``: base class of every suite class. Its ``store`` fixture returns
   the factory (``--store``/``--adapter``); a project overrides that one fixture.
 - ``recorded(factory)``: ``async with recorded(store) as s`` opens a fresh store
-  and wraps it in a ``LoggedStore`` that logs every call and its outcome.
+  and wraps it in a ``LoggedStore`` that records every call and its outcome in
+  ``s.log``, a ``history.History`` (the suite's one recorder, which the
+  workload and the checker use too).
 - ``GuaranteeViolation`` / ``expect``: failures whose message starts with the
   guarantee (``G6 idempotent appends: ...``) and ends with the operations that
   led there, oldest first.
@@ -33,23 +35,24 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import pytest
 
 from .contract import Capabilities, ConsistencyReport, EntryLike, Guarantee
+from .history import History, Op, call_text, describe, method, short_repr
 
 __all__ = [
     "Attempts",
     "GuaranteeViolation",
     "LoggedStore",
-    "OpLog",
     "StoreFactory",
     "StoreTests",
     "capabilities_of",
     "describe",
     "expect",
+    "in_flight",
     "opened",
     "recorded",
     "reframed",
@@ -85,8 +88,8 @@ class Settings:
 
 settings = Settings()
 
-# The op logs created while a test body runs, so that a timeout can show what was in flight.
-_active_logs: contextvars.ContextVar[list[OpLog] | None] = contextvars.ContextVar(
+# The histories recorded while a test body runs, so that a timeout can show what was in flight.
+_active_logs: contextvars.ContextVar[list[History] | None] = contextvars.ContextVar(
     "nomnesia_active_logs", default=None)
 # The kind of valid input an ``Attempts`` block is trying ("user id", "content" ...), so that
 # an error it raises reads as that input refused rather than as a sick store (G12).
@@ -97,104 +100,11 @@ _trying: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 # --------------------------------------------------------------------------- reporting
 
 
-def _short(value: object, width: int = 48) -> str:
-    text = repr(value)
-    if len(text) > width:
-        size = f"{len(value)} chars" if isinstance(value, str) else type(value).__name__
-        text = f"{text[: width - 12]}...({size})"
-    return text
-
-
-def describe(value: object) -> str:
-    """A compact, one-line rendering of a store result for op logs and messages."""
-    if value is None:
-        return "None"
-    if isinstance(value, (list, tuple)) and all(_is_entry(v) for v in value):
-        items = [describe(v) for v in value]
-        if len(items) > 6:
-            items = [*items[:3], f"... {len(items) - 5} more ...", *items[-2:]]
-        return "[" + ", ".join(items) + "]"
-    if _is_entry(value):
-        e = cast(EntryLike, value)
-        covers = f", covers={len(e.covers)} ids" if e.covers else ""
-        return f"<{e.role} seq={e.seq} id={_short(e.id, 40)} {_short(e.content, 40)}{covers}>"
-    if isinstance(value, ConsistencyReport):
-        return "consistent" if value else str(value)
-    return _short(value, 80)
-
-
-def _is_entry(value: object) -> bool:
-    return all(hasattr(value, a) for a in ("id", "user_id", "seq", "role", "content", "covers"))
-
-
-@dataclass
-class Op:
-    call: str
-    started: float
-    outcome: str | None = None  # None: still in flight
-    user: object = None  # the user_id argument, to show one user's story
-    error: BaseException | None = None  # what the call raised, to recognise it later
-
-
-@dataclass
-class OpLog:
-    """Every store call a test made, in order, with its outcome: the failure's evidence."""
-
-    ops: list[Op] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        active = _active_logs.get()
-        if active is not None:
-            active.append(self)
-
-    def start(self, call: str, user: object = None) -> Op:
-        op = Op(call, time.monotonic(), user=user)
-        self.ops.append(op)
-        return op
-
-    def note(self, text: str, user: object = None) -> None:
-        """A line that is not a store call (a cancel, a failpoint armed ...)."""
-        self.ops.append(Op(f"# {text}", time.monotonic(), "", user))
-
-    def in_flight(self) -> list[Op]:
-        return [op for op in self.ops if op.outcome is None]
-
-    def format(self, last: int = 60, user: object = None) -> str:
-        """The log, numbered; with ``user``, only the calls for that user (and notes).
-
-        ``user`` may be a ``frozenset`` of users: a leak's story needs both of them.
-        """
-        numbered = list(enumerate(self.ops, 1))
-        if user is not None:
-            numbered = [(n, op) for n, op in numbered if op.user is None or _for(op, user)]
-        if not numbered:
-            return "  (no store operations)"
-        shown = numbered[-last:]
-        lines = []
-        if len(shown) < len(numbered):
-            lines.append(f"  ... {len(numbered) - len(shown)} earlier operations")
-        for n, op in shown:
-            outcome = "(in flight)" if op.outcome is None else op.outcome
-            lines.append(f"  {n:>3}. {op.call}" + (f" -> {outcome}" if outcome else ""))
-        hidden = len(self.ops) - len(numbered)
-        if hidden:
-            lines.append(f"  ({hidden} operations on other users not shown)")
-        return "\n".join(lines)
-
-
-def call_name(call: str) -> str:
-    """``get_history`` of ``get_history('ann', limit=5)``: the kind of a logged call."""
-    return call.split("(", 1)[0].strip()
-
-
-def _for(op: Op, user: object) -> bool:
-    """Whether ``op`` was a call for ``user`` (or for one of a ``frozenset`` of users).
-
-    Ids may be invalid, unhashable values (an invalid-argument test's ``['ann']``).
-    """
-    if isinstance(user, frozenset):
-        return any(op.user == u for u in user)
-    return bool(op.user == user)
+def _watch(log: History) -> None:
+    """Register ``log`` with the running test, whose timeout names what is in flight in it."""
+    active = _active_logs.get()
+    if active is not None and not any(known is log for known in active):
+        active.append(log)
 
 
 class GuaranteeViolation(AssertionError):
@@ -208,7 +118,7 @@ class GuaranteeViolation(AssertionError):
     failures by cause from them.
     """
 
-    def __init__(self, guarantee: Guarantee, detail: str, log: OpLog | None = None, *,
+    def __init__(self, guarantee: Guarantee, detail: str, log: History | None = None, *,
                  user: object = None, evidence: str = "", op: str | None = None,
                  parts: Sequence[tuple[str, GuaranteeViolation]] = (),
                  anomalies: Sequence[Any] = ()) -> None:
@@ -217,9 +127,8 @@ class GuaranteeViolation(AssertionError):
         if log is not None:
             evidence = f"operations, oldest first:\n{log.format(user=user)}"
             if op is None:
-                calls = [o.call for o in log.ops if not o.call.startswith("#")
-                         and (user is None or o.user is None or _for(o, user))]
-                op = call_name(calls[-1]) if calls else None
+                last = log.last_call(user)
+                op = method(last) if last is not None else None
         self.evidence = evidence
         self.op = op
         self.parts = list(parts)
@@ -233,7 +142,7 @@ class GuaranteeViolation(AssertionError):
 
 
 def expect(condition: object, guarantee: Guarantee, detail: str | Callable[[], str],
-           log: OpLog | None = None, *, user: object = None) -> None:
+           log: History | None = None, *, user: object = None) -> None:
     """Raise ``GuaranteeViolation`` unless ``condition``; ``detail`` may be lazy.
 
     ``user`` narrows the printed log to that user's calls: the smallest story
@@ -245,7 +154,7 @@ def expect(condition: object, guarantee: Guarantee, detail: str | Callable[[], s
                                  user=user)
 
 
-def store_error(exc: BaseException, logs: Sequence[OpLog] | None = None
+def store_error(exc: BaseException, logs: Sequence[History] | None = None
                 ) -> GuaranteeViolation | None:
     """A store call's unexpected exception as a violation (None if no store call raised it).
 
@@ -258,25 +167,25 @@ def store_error(exc: BaseException, logs: Sequence[OpLog] | None = None
     is an error the store should not have had (G12).
     """
     for log in logs if logs is not None else (_active_logs.get() or []):
-        for op in log.ops:
-            if op.error is exc:
-                return _refusal(exc, op, log)
+        op = log.raiser(exc)
+        if op is not None:
+            return _refusal(exc, op, log)
     return None
 
 
-def _refusal(exc: BaseException, op: Op, log: OpLog) -> GuaranteeViolation:
+def _refusal(exc: BaseException, op: Op, log: History) -> GuaranteeViolation:
     trying = _trying.get()
-    raised = f"{op.call} raised {type(exc).__name__}: {exc}"
-    kind = call_name(op.call)
+    raised = f"{call_text(op)} raised {type(exc).__name__}: {exc}"
+    kind = method(op)
     if isinstance(exc, (ValueError, TypeError)) or trying is not None:
         detail = f"valid input refused: {raised}"
         if kind == "append_message" and trying in (None, "content"):
             detail += (f"\n{Guarantee.DURABILITY}: the append of valid content was not "
                        "accepted")
-        return GuaranteeViolation(Guarantee.INPUTS, detail, log, user=op.user, op=kind)
+        return GuaranteeViolation(Guarantee.INPUTS, detail, log, user=op.user_id, op=kind)
     return GuaranteeViolation(
         Guarantee.ERRORS, f"{raised} (a valid call on a healthy store must not fail)",
-        log, user=op.user, op=kind)
+        log, user=op.user_id, op=kind)
 
 
 class Attempts:
@@ -302,7 +211,7 @@ class Attempts:
         self.odd = odd
         """The inputs are odd but valid (hostile ids, NUL contents): any error a block
         raises is that input refused (Inputs), not a sick store (G12)."""
-        self.name = name or (lambda value: _short(value, 60))
+        self.name = name or (lambda value: short_repr(value, 60))
         """How an input reads in the report (default: a short repr)."""
         self.failures: list[tuple[str, GuaranteeViolation]] = []
 
@@ -437,22 +346,34 @@ def capabilities_of(store: object) -> Capabilities:
     return caps if isinstance(caps, Capabilities) else Capabilities()
 
 
-def _args(*args: object, **kwargs: object) -> str:
-    parts = [_short(a) for a in args]
-    parts += [f"{k}={_short(v)}" for k, v in kwargs.items() if v is not None]
-    return ", ".join(parts)
-
-
 class LoggedStore:
-    """A store wrapper that logs every call and its outcome in ``log``.
+    """A store wrapper that records every call and its outcome in ``log`` (a ``History``).
 
     Tests talk to the store only through this wrapper, so that any failure can
     print the exact operations that led to it. ``inner`` is the real store.
+    Each call is one Jepsen process's invoke and completion: ``process`` fixes
+    the process (``client`` makes such a view, one per workload client);
+    without it a call takes the lowest process with nothing in flight, so
+    concurrent calls of one test stay apart. ``show`` keeps how each result
+    read (``Op.shown``, for the numbered log of a failure).
     """
 
-    def __init__(self, inner: Any, log: OpLog | None = None) -> None:
+    def __init__(self, inner: Any, log: History | None = None, *,
+                 process: int | None = None, show: bool = True) -> None:
         self.inner = inner
-        self.log = log if log is not None else OpLog()
+        self.log = log if log is not None else History()
+        self.process = process
+        self.show = show
+        _watch(self.log)
+
+    def client(self, process: int) -> LoggedStore:
+        """The same store and history, every call recorded as ``process``.
+
+        A workload client's failures are the checker's anomalies, printed from
+        the ops themselves: rendering each result as well would double the
+        recorder's cost on a fast store, so a client does not.
+        """
+        return LoggedStore(self.inner, self.log, process=process, show=False)
 
     @property
     def keep_last(self) -> int:
@@ -466,56 +387,50 @@ class LoggedStore:
     def capabilities(self) -> Capabilities:
         return capabilities_of(self.inner)
 
-    async def _call(self, text: str, awaitable: Awaitable[T], user: object = None) -> T:
-        op = self.log.start(text, user)
-        try:
+    async def _call(self, f: str, user: object, value: object, awaitable: Awaitable[T]) -> T:
+        log = self.log
+        process = self.process if self.process is not None else log.idle_process()
+        async with log.record(process, f, user, value) as call:
             result = await awaitable
-        except asyncio.CancelledError:
-            op.outcome = "cancelled"
-            raise
-        except BaseException as exc:
-            op.outcome = f"raised {type(exc).__name__}: {_short(str(exc), 60)}"
-            op.error = exc
-            raise
-        op.outcome = describe(result)
+            call.set(result, shown=describe(result) if self.show else None)
         return result
 
     async def append_message(self, user_id: Any, role: Any, content: Any,
                              *, message_id: Any = None) -> EntryLike:
-        text = f"append_message({_args(user_id, role, content, message_id=message_id)})"
-        return await self._call(text, self.inner.append_message(
-            user_id, role, content, message_id=message_id), user_id)
+        return await self._call("append", user_id, (role, content, message_id),
+                                self.inner.append_message(user_id, role, content,
+                                                          message_id=message_id))
 
     async def get_history(self, user_id: Any, limit: Any = 10) -> list[EntryLike]:
-        text = f"get_history({_args(user_id, limit=limit)})"
-        return list(await self._call(text, self.inner.get_history(user_id, limit), user_id))
+        return list(await self._call("read", user_id, limit,
+                                     self.inner.get_history(user_id, limit)))
 
     async def search(self, user_id: Any, query: Any, k: Any = 5) -> list[EntryLike]:
-        text = f"search({_args(user_id, query, k=k)})"
-        return list(await self._call(text, self.inner.search(user_id, query, k), user_id))
+        return list(await self._call("search", user_id, (query, k),
+                                     self.inner.search(user_id, query, k)))
 
     async def compact(self, user_id: Any) -> EntryLike | None:
-        result: EntryLike | None = await self._call(
-            f"compact({_args(user_id)})", self.inner.compact(user_id), user_id)
+        result: EntryLike | None = await self._call("compact", user_id, None,
+                                                    self.inner.compact(user_id))
         return result
 
     async def forget(self, user_id: Any) -> None:
-        await self._call(f"forget({_args(user_id)})", self.inner.forget(user_id), user_id)
+        await self._call("forget", user_id, None, self.inner.forget(user_id))
 
     async def consistent_state(self, user_id: Any) -> ConsistencyReport:
         report: ConsistencyReport = await self._call(
-            f"consistent_state({_args(user_id)})", self.inner.consistent_state(user_id), user_id)
+            "consistent", user_id, None, self.inner.consistent_state(user_id))
         return report
 
     async def recover(self) -> None:
-        await self._call("recover()", self.inner.recover())
+        await self._call("recover", None, None, self.inner.recover())
 
 
 @asynccontextmanager
 async def opened(factory: StoreFactory) -> AsyncIterator[Any]:
     """Open a fresh store from ``factory``; failing to open is a G12 failure, not a crash.
 
-    Opening and closing are logged like store calls, so a factory whose
+    Opening and closing are recorded like store calls, so a factory whose
     ``__aenter__`` or ``__aexit__`` hangs is what a timeout names as in flight.
     """
     try:
@@ -523,29 +438,30 @@ async def opened(factory: StoreFactory) -> AsyncIterator[Any]:
     except Exception as exc:
         raise GuaranteeViolation(Guarantee.ERRORS, f"the store factory {factory!r} raised "
                                  f"{type(exc).__name__}: {exc}") from exc
-    log = OpLog()
-    name = _short(factory, 60)
-    opening = log.start(f"opening the store ({name}: the factory's __aenter__)")
+    log = History()
+    _watch(log)
+    name = short_repr(factory, 60)
+    opening = log.invoke(0, "open", None, name)
     closing: Op | None = None
     try:
         async with manager as store:
-            opening.outcome = "opened"
+            log.complete(opening, "ok")
             try:
                 yield store
             finally:
-                closing = log.start(f"closing the store ({name}: the factory's __aexit__)")
-    except BaseException:
+                closing = log.invoke(0, "close", None, name)
+    except BaseException as exc:
         for op in (opening, closing):
-            if op is not None and op.outcome is None:
-                op.outcome = "ended by an exception"
+            if op is not None and op in log.in_flight():
+                log.complete(op, "info", error=f"ended by {type(exc).__name__}")
         raise
     if closing is not None:
-        closing.outcome = "closed"
+        log.complete(closing, "ok")
 
 
 @asynccontextmanager
 async def recorded(factory: StoreFactory) -> AsyncIterator[LoggedStore]:
-    """``async with recorded(store) as s``: a fresh store whose every call is logged."""
+    """``async with recorded(store) as s``: a fresh store whose every call is recorded."""
     async with opened(factory) as store:
         yield LoggedStore(store)
 
@@ -574,12 +490,11 @@ async def wait_until(probe: Callable[[], Awaitable[T]], done: Callable[[T], bool
 _GRACE = 2.0  # seconds a cancelled test body gets to unwind
 
 
-def _in_flight(logs: Sequence[OpLog]) -> str:
-    pending = [op for log in logs for op in log.in_flight()]
-    if not pending:
-        return "no store operation was in flight"
-    now = time.monotonic()
-    return "in flight: " + "; ".join(f"{op.call} (for {now - op.started:.1f}s)" for op in pending)
+def in_flight(logs: Sequence[History]) -> str:
+    """The calls still running in ``logs``, with how long each has run ("" if none)."""
+    now = time.monotonic_ns()
+    pending = sorted((op for log in logs for op in log.in_flight()), key=lambda op: op.time)
+    return "; ".join(f"{call_text(op)} (for {(now - op.time) / 1e9:.1f}s)" for op in pending)
 
 
 def run_async(coro: Coroutine[Any, Any, T], *, timeout: float | None = None,
@@ -590,17 +505,18 @@ def run_async(coro: Coroutine[Any, Any, T], *, timeout: float | None = None,
     tests through the loop, whatever the caller's asyncio configuration is.
     """
     limit = settings.timeout if timeout is None else timeout
-    logs: list[OpLog] = []
+    logs: list[History] = []
     loop = asyncio.new_event_loop()
     context = contextvars.copy_context()
     context.run(_active_logs.set, logs)
     try:
         asyncio.set_event_loop(loop)
-        # Created inside ``context`` so that every OpLog the body makes registers in ``logs``.
+        # Created inside ``context`` so that every History the body records registers in ``logs``.
         task = context.run(loop.create_task, coro)
         loop.run_until_complete(asyncio.wait({task}, timeout=limit))
         if not task.done():
-            where = _in_flight(logs)
+            pending = in_flight(logs)
+            where = f"in flight: {pending}" if pending else "no store operation was in flight"
             task.cancel()
             loop.run_until_complete(asyncio.wait({task}, timeout=_GRACE))
             stuck = "" if task.done() else f"; it ignored cancellation for {_GRACE:g}s"

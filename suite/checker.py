@@ -25,17 +25,15 @@ evidence with one call left out at a time.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, pairwise
-from typing import Any
 
 from .contract import SUMMARY_ROLE, Guarantee
-from .history import History, Op, Rec, short_id
+from .history import UNBOUNDED, Call, History, Op, Rec, pair, short_id
 
 __all__ = ["Anomaly", "check"]
 
-_INF = 1 << 62
 _PER_KIND = 3  # anomalies of one kind reported per user: the first few tell the story
 _MINIMISE = 10  # anomalies shrunk per check: shrinking re-runs the checker
 
@@ -53,57 +51,6 @@ class Anomaly:
         return "\n".join([f"{self.guarantee}: {self.message}", *(f"  {op}" for op in self.ops)])
 
 
-class _C:
-    """One call: an invoke and its completion, with the indexes the checks compare."""
-
-    __slots__ = ("arg", "end", "f", "hi", "inv", "lo", "ok", "value")
-
-    def __init__(self, inv: Op, end: Op | None) -> None:
-        self.inv = inv
-        self.end = end
-        self.f = inv.f
-        self.arg: Any = inv.value
-        self.lo = inv.index
-        self.ok = end is not None and end.type == "ok"
-        # hi: the last moment the call can have taken effect; an indeterminate
-        # call may take effect any time after it was invoked.
-        self.hi = end.index if end is not None and end.type in ("ok", "fail") else _INF
-        self.value: Any = end.value if self.ok and end is not None else None
-
-    @property
-    def failed(self) -> bool:
-        return self.end is not None and self.end.type == "fail"
-
-    @property
-    def ops(self) -> list[Op]:
-        return [self.inv] if self.end is None else [self.inv, self.end]
-
-    def __str__(self) -> str:
-        if self.f == "read":
-            return f"read {self.lo} (limit {self.arg})"
-        if self.f == "search":
-            return f"search {self.lo} (k {self.arg[1]})"
-        return f"{self.f} {self.lo}"
-
-
-def _pair(ops: Iterable[Op]) -> list[_C]:
-    pending: dict[int, Op] = {}
-    calls: list[_C] = []
-    for op in ops:
-        if op.type == "invoke":
-            previous = pending.pop(op.process, None)
-            if previous is not None:  # a process never completed: treat as indeterminate
-                calls.append(_C(previous, None))
-            pending[op.process] = op
-        else:
-            inv = pending.pop(op.process, None)
-            if inv is not None:
-                calls.append(_C(inv, op))
-    calls.extend(_C(inv, None) for inv in pending.values())
-    calls.sort(key=lambda c: c.lo)
-    return calls
-
-
 def check(history: History | Sequence[Op], *, keep_last: int, search_staleness: float,
           minimise: bool = True) -> list[Anomaly]:
     """Every anomaly found, earliest first; ``[]`` when some legal execution explains it all.
@@ -112,12 +59,12 @@ def check(history: History | Sequence[Op], *, keep_last: int, search_staleness: 
     checker grants the store exactly the freedom it declares.
     """
     ops = list(history)
-    calls = _pair(ops)
+    calls = pair(ops)
     recovers = [c for c in calls if c.f == "recover" and c.ok]
-    by_user: dict[str, list[_C]] = {}
+    by_user: dict[str, list[Call]] = {}
     for c in calls:
         if c.f != "recover":
-            by_user.setdefault(c.inv.user_id, []).append(c)
+            by_user.setdefault(c.invoke.user_id, []).append(c)
     owners: dict[str, set[str]] = {}  # entry id -> users whose appends produced it
     for user, ucalls in by_user.items():
         for c in ucalls:
@@ -135,9 +82,9 @@ def check(history: History | Sequence[Op], *, keep_last: int, search_staleness: 
 
 def _shrink(anomaly: Anomaly, keep_last: int, search_staleness: float) -> Anomaly:
     """Drop every call whose absence still leaves the same anomaly (one-minimal, like ddmin)."""
-    calls = _pair(anomaly.ops)
+    calls = pair(anomaly.ops)
 
-    def shows(subset: list[_C]) -> bool:
+    def shows(subset: list[Call]) -> bool:
         ops = sorted((op for c in subset for op in c.ops), key=lambda op: op.index)
         return any(a.kind == anomaly.kind and a.guarantee is anomaly.guarantee
                    for a in check(ops, keep_last=keep_last, search_staleness=search_staleness,
@@ -156,7 +103,7 @@ def _shrink(anomaly: Anomaly, keep_last: int, search_staleness: float) -> Anomal
     return Anomaly(anomaly.guarantee, anomaly.message, ops, anomaly.kind)
 
 
-def _ops(*calls: _C | None) -> list[Op]:
+def _ops(*calls: Call | None) -> list[Op]:
     seen: dict[int, Op] = {}
     for c in calls:
         if c is not None:
@@ -168,7 +115,7 @@ def _ops(*calls: _C | None) -> list[Op]:
 class _UserChecker:
     """All checks for one user's calls; different users never interact (G9 aside)."""
 
-    def __init__(self, user: str, calls: list[_C], recovers: list[_C],
+    def __init__(self, user: str, calls: list[Call], recovers: list[Call],
                  owners: dict[str, set[str]], keep_last: int, staleness: float) -> None:
         self.user = user
         self.keep_last = keep_last
@@ -188,10 +135,10 @@ class _UserChecker:
         self.clean_reads = [r for r in self.reads if not self._tainted(r)]
         # Who may have produced each id: appends (ok, or indeterminate with a
         # message_id) and compactions (ok).
-        self.producers: dict[str, list[_C]] = {}
-        self.failed_ids: dict[str, _C] = {}
-        self.ack: dict[str, _C] = {}  # id -> first acknowledged append or compaction
-        self.acks: dict[str, list[_C]] = {}  # id -> every acknowledged append
+        self.producers: dict[str, list[Call]] = {}
+        self.failed_ids: dict[str, Call] = {}
+        self.ack: dict[str, Call] = {}  # id -> first acknowledged append or compaction
+        self.acks: dict[str, list[Call]] = {}  # id -> every acknowledged append
         for c in self.appends:
             mid = c.arg[2] if isinstance(c.arg, tuple) and len(c.arg) > 2 else None
             if c.ok and isinstance(c.value, Rec):
@@ -210,11 +157,11 @@ class _UserChecker:
                 self.ack.setdefault(c.value.id, c)
                 self.covers.setdefault(c.value.id, frozenset(c.value.covers))
         self.indeterminate_compact_lo = min(
-            (c.lo for c in self.compacts if not c.ok and not c.failed), default=_INF)
+            (c.lo for c in self.compacts if not c.ok and not c.failed), default=UNBOUNDED)
 
     # -- plumbing -------------------------------------------------------------------------
 
-    def report(self, guarantee: Guarantee, kind: str, message: str, *calls: _C | None) -> None:
+    def report(self, guarantee: Guarantee, kind: str, message: str, *calls: Call | None) -> None:
         key = (guarantee, kind.split(":", 1)[0])
         n = self._counts.get(key, 0)
         if n < _PER_KIND:
@@ -222,18 +169,18 @@ class _UserChecker:
             self.found.append(Anomaly(guarantee, message, _ops(*calls), kind))
 
     @staticmethod
-    def _taints(calls: list[_C], recovers: list[_C]) -> list[tuple[int, int]]:
+    def _taints(calls: list[Call], recovers: list[Call]) -> list[tuple[int, int]]:
         """Windows from an interrupted write to the end of the next recover() after it (G10)."""
         spans = []
         for c in calls:
             # Only a call that raised was interrupted; one still in flight is just concurrent.
-            raised = c.end is not None and c.end.type == "info"
-            if raised and c.f in ("append", "compact", "forget") and c.end is not None:
-                after = [r.hi for r in recovers if r.lo > c.end.index]
-                spans.append((c.lo, min(after, default=_INF)))
+            end = c.completion
+            if end is not None and end.type == "info" and c.f in ("append", "compact", "forget"):
+                after = [r.hi for r in recovers if r.lo > end.index]
+                spans.append((c.lo, min(after, default=UNBOUNDED)))
         return spans
 
-    def _tainted(self, c: _C) -> bool:
+    def _tainted(self, c: Call) -> bool:
         return any(lo < c.hi and c.lo < hi for lo, hi in self.taints)
 
     def forget_between(self, lo: int, hi: int) -> bool:
@@ -378,8 +325,8 @@ class _UserChecker:
         disagree on an order through an entry shown with two seqs; only those
         entries are examined, pairwise over the reads that show them.
         """
-        first: dict[str, tuple[int, _C]] = {}
-        moved: dict[str, list[_C]] = {}
+        first: dict[str, tuple[int, Call]] = {}
+        moved: dict[str, list[Call]] = {}
         for c in self.clean_reads:
             for m, r in views[c.lo][0].items():
                 seen = first.get(m)
@@ -405,7 +352,7 @@ class _UserChecker:
 
     def check_phantoms(self) -> None:
         """Every id a read shows was produced by an append or compaction that may have run."""
-        unknown: dict[str, tuple[_C, bool]] = {}
+        unknown: dict[str, tuple[Call, bool]] = {}
         for c in self.reads + self.searches:
             for r in c.value or ():
                 if r.user_id != self.user:
@@ -447,7 +394,7 @@ class _UserChecker:
     def check_covering(self, views: dict[int, tuple[dict[str, Rec], Rec | None]]) -> None:
         """G7 across calls: late covers, prefixes, covered entries coming back."""
         # When each id became covered: the earliest ok compaction or clean read proving it.
-        first: dict[str, tuple[int, _C]] = {}
+        first: dict[str, tuple[int, Call]] = {}
         for c in self.compacts:
             if c.ok and isinstance(c.value, Rec):
                 first.setdefault(c.value.id, (c.hi, c))
@@ -455,7 +402,7 @@ class _UserChecker:
             s = views[c.lo][1]
             if s is not None and (s.id not in first or c.hi < first[s.id][0]):
                 first[s.id] = (c.hi, c)
-        self.covered_at: dict[str, tuple[int, _C, str]] = {}
+        self.covered_at: dict[str, tuple[int, Call, str]] = {}
         for sid, (at, witness) in first.items():
             for m in self.covers.get(sid, ()):
                 known = self.covered_at.get(m)
@@ -470,7 +417,7 @@ class _UserChecker:
                     self.report(Guarantee.ATOMIC_COMPACTION, f"late-cover:{m}",
                                 f"summary {short_id(c.value.id)} of {c} covers "
                                 f"{short_id(m)}, appended only after {c} returned", c, makers[0])
-        max_cov: dict[str, tuple[int, str, _C] | None] = {}
+        max_cov: dict[str, tuple[int, str, Call] | None] = {}
         covered_at = self.covered_at
         for c in self.clean_reads:
             live, s = views[c.lo]
@@ -518,13 +465,13 @@ class _UserChecker:
         compressed: a summary stands for everything it covers.
         """
         # (returned, invoked, call): facts become known when their call returns.
-        events: list[tuple[int, int, _C]] = [
+        events: list[tuple[int, int, Call]] = [
             (c.hi, c.lo, c) for c in (*self.appends, *self.compacts)
             if c.ok and isinstance(c.value, Rec)]
         events.extend((c.hi, c.lo, c) for c in self.clean_reads)
         events.sort(key=lambda e: e[0])
-        need_m: dict[str, tuple[_C, int]] = {}
-        need_s: dict[str, _C] = {}
+        need_m: dict[str, tuple[Call, int]] = {}
+        need_s: dict[str, Call] = {}
         subset: dict[tuple[str, str], frozenset[str]] = {}
         ever_covered = set(self.covered_at)
         covers = self.covers
@@ -539,12 +486,12 @@ class _UserChecker:
                 d = subset[key] = covers.get(a, empty) - covers.get(b, empty)
             return d
 
-        def add_message(entry_id: str, seq: int, w: _C) -> None:
+        def add_message(entry_id: str, seq: int, w: Call) -> None:
             if entry_id not in need_m and not any(entry_id in covers.get(k, empty)
                                                   for k in need_s):
                 need_m[entry_id] = (w, seq)
 
-        def add_summary(entry_id: str, w: _C) -> None:
+        def add_summary(entry_id: str, w: Call) -> None:
             if entry_id in need_s or any(not minus(entry_id, k) for k in need_s):
                 return
             for k in [k for k in need_s if not minus(k, entry_id)]:
@@ -598,7 +545,7 @@ class _UserChecker:
                 if lost:
                     self.missing(lost[0], w, c, views)
 
-    def missing(self, m: str, witness: _C, c: _C,
+    def missing(self, m: str, witness: Call, c: Call,
                 views: dict[int, tuple[dict[str, Rec], Rec | None]]) -> None:
         self._missing += 1
         if self._missing > _PER_KIND:
@@ -639,7 +586,7 @@ class _UserChecker:
             return
         los = sorted(a.lo for a in acked)
         rank = {lo: n - i for i, lo in enumerate(los)}  # 1 = invoked last
-        none = (-_INF, -1)
+        none = (-UNBOUNDED, -1)
         tree = [none] * (n + 1)
         j = 0
         for b in sorted(acked, key=lambda c: c.lo):
@@ -669,7 +616,7 @@ class _UserChecker:
     def check_searches(self) -> None:
         """G4 and G8 for searches, G8 for reads: no covered, forgotten or missed entries."""
         content_ids: dict[str, set[str]] = {}
-        first_ok: dict[str, _C] = {}
+        first_ok: dict[str, Call] = {}
         for c in self.appends:
             if c.failed:
                 continue
@@ -681,16 +628,16 @@ class _UserChecker:
         cover_lo: dict[str, int] = {}
         # Search may lag appends but never compaction: once the compaction that
         # covered an entry *returned* (a read seeing the summary is not enough).
-        covered_by: dict[str, _C] = {}
+        covered_by: dict[str, Call] = {}
         for c in self.compacts:
             if c.ok and isinstance(c.value, Rec):
                 for m in c.value.covers:
-                    cover_lo[m] = min(cover_lo.get(m, _INF), c.lo)
+                    cover_lo[m] = min(cover_lo.get(m, UNBOUNDED), c.lo)
                     if m not in covered_by or c.hi < covered_by[m].hi:
                         covered_by[m] = c
         done = sorted((f for _, _, f in self.forgets if f.ok), key=lambda f: f.hi)
         done_his = [f.hi for f in done]
-        latest: list[_C] = []  # prefix: the forget with the latest invoke among those done
+        latest: list[Call] = []  # prefix: the forget with the latest invoke among those done
         for f in done:
             latest.append(f if not latest or f.lo > latest[-1].lo else latest[-1])
         made_by: dict[str, int] = {}  # id -> when its last producer may have finished
@@ -704,7 +651,7 @@ class _UserChecker:
             gone = latest[pos - 1] if pos else None
             if gone is not None:
                 for r in entries:
-                    if r.user_id == self.user and made_by.get(r.id, _INF) < gone.lo:
+                    if r.user_id == self.user and made_by.get(r.id, UNBOUNDED) < gone.lo:
                         self.report(Guarantee.FORGET, f"forgotten:{r.id}",
                                     f"{c} returns {short_id(r.id)}, written before {gone} "
                                     f"started", self.producers[r.id][0], gone, c)
@@ -722,13 +669,13 @@ class _UserChecker:
                 continue
             (m,) = ids
             a = first_ok.get(m)
-            if (a is None or a.end is None
-                    or a.end.time + self.staleness_ns >= c.inv.time
-                    or cover_lo.get(m, _INF) < c.hi or self.indeterminate_compact_lo < c.hi
+            if (a is None or a.completion is None
+                    or a.completion.time + self.staleness_ns >= c.invoke.time
+                    or cover_lo.get(m, UNBOUNDED) < c.hi or self.indeterminate_compact_lo < c.hi
                     or self.forget_between(a.lo, c.hi)):
                 continue
             if all(r.id != m for r in entries):
-                lag = (c.inv.time - a.end.time) / 1e9
+                lag = (c.invoke.time - a.completion.time) / 1e9
                 self.report(Guarantee.SEARCH, f"search-miss:{c.lo}",
                             f"{c} for the exact content of live {short_id(m)} misses it, "
                             f"{lag:.3f} s after {a} returned (search_staleness "
@@ -736,7 +683,7 @@ class _UserChecker:
 
     def check_retries(self) -> None:
         """G6: a retry with a message_id returns the existing entry or rejects a conflict."""
-        by_mid: dict[str, list[_C]] = {}
+        by_mid: dict[str, list[Call]] = {}
         for c in self.appends:
             if isinstance(c.arg, tuple) and c.arg[2] is not None and (c.ok or c.failed):
                 by_mid.setdefault(c.arg[2], []).append(c)

@@ -54,10 +54,10 @@ from ._checks import Model, check_hits, check_user, search_finds, snapshot
 from ._run import (
     GuaranteeViolation,
     LoggedStore,
-    OpLog,
     StoreFactory,
     StoreTests,
     expect,
+    in_flight,
     opened,
     settings,
     store_error,
@@ -82,6 +82,7 @@ from .contract import (
     EntryLike,
     Guarantee,
 )
+from .history import History, pair
 from .inputs import (
     ADVERSARIAL_CONTENTS,
     ADVERSARIAL_USER_IDS,
@@ -168,7 +169,7 @@ class _Loop:
         self.durations: list[float] = []
         self.hangs = 0
 
-    def run(self, coro: Coroutine[Any, Any, T], log: OpLog, what: str,
+    def run(self, coro: Coroutine[Any, Any, T], log: History, what: str,
             limit: float | None = None) -> T:
         """Run ``coro`` to completion on the loop, bounded as above (or by ``limit``)."""
         if limit is None:
@@ -181,8 +182,7 @@ class _Loop:
         if task.done():
             self.durations.append(time.monotonic() - start)
             return task.result()
-        now = time.monotonic()
-        pending = "; ".join(f"{op.call} (for {now - op.started:.1f}s)" for op in log.in_flight())
+        pending = in_flight([log])
         task.cancel()
         self.loop.run_until_complete(asyncio.wait({task}, timeout=2.0))
         shrinking = (f" (while shrinking; the first hang waited the full "
@@ -232,7 +232,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.invalid_calls = invalid_calls
         self.appended_longest = False
         self._stack = AsyncExitStack()
-        log = OpLog()
+        log = History()
         try:
             # Opening and closing may create and drop schemas: the whole-test bound.
             store = self._run(self._stack.enter_async_context(opened(factory)), log,
@@ -243,7 +243,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ plumbing
 
-    def _run(self, coro: Coroutine[Any, Any, T], log: OpLog, what: str,
+    def _run(self, coro: Coroutine[Any, Any, T], log: History, what: str,
              limit: float | None = None) -> T:
         hangs = self._loop.hangs
         try:
@@ -256,7 +256,7 @@ class StoreMachine(RuleBasedStateMachine):
 
     def _step(self, body: Coroutine[Any, Any, T]) -> T:
         """Run one rule's calls and checks; a failure carries the whole sequence so far."""
-        self.s.log = log = OpLog()  # this step's store calls only
+        self.s.log = log = History()  # this step's store calls only
         try:
             result = self._run(body, log, "a model step")
         except GuaranteeViolation as exc:
@@ -271,13 +271,11 @@ class StoreMachine(RuleBasedStateMachine):
         self._record(log)
         return result
 
-    def _record(self, log: OpLog) -> None:
+    def _record(self, log: History) -> None:
         """Add the step's own calls (not the checks after them) to the sequence."""
-        ops = log.ops[:max(1, self._own_calls)]
+        calls = pair(log)[:max(1, self._own_calls)]
         self._own_calls = 1
-        for op in ops:
-            outcome = "(in flight)" if op.outcome is None else op.outcome
-            self.calls.append(f"{op.call} -> {outcome}")
+        self.calls += [f"{c.text} -> {c.outcome}" for c in calls]
 
     def _violation(self, exc: GuaranteeViolation) -> ModelViolation:
         numbered = "\n".join(f"  {n:>3}. {call}" for n, call in enumerate(self.calls, 1))

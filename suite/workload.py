@@ -5,7 +5,8 @@ throws many small concurrent calls (appends with and without message ids,
 retries, conflicting retries, reads of many limits, searches, compactions,
 forgets) at a few users whose ids are built to collide in careless stores
 (``ann`` is a prefix of ``anna``; quotes, ``*``, ``:``, ``%``, braces). Every
-call lands in a :class:`History`; :func:`nomnesia.suite.checker.check` judges
+call goes through a ``LoggedStore`` into one :class:`History` (each client is
+one Jepsen process); :func:`nomnesia.suite.checker.check` judges
 it afterwards, and a final quiescent phase adds ``recover()``, full reads and
 ``consistent_state`` (G11).
 
@@ -17,6 +18,7 @@ interleaving, so ``NOMNESIA_SEED=N`` replays a failure exactly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import random
@@ -29,7 +31,7 @@ from typing import Any
 from ._run import LoggedStore
 from .checker import Anomaly, check
 from .contract import Guarantee
-from .history import History, Rec
+from .history import History
 
 __all__ = ["DEFAULT_USERS", "Mix", "Outcome", "Workload", "resolve_rounds", "resolve_seed",
            "run", "run_rounds"]
@@ -153,11 +155,10 @@ def resolve_rounds(default: int) -> int:
 class _Client:
     """One concurrent client ("process" in Jepsen's terms) with its own seeded choices."""
 
-    def __init__(self, pid: int, store: Any, history: History, workload: Workload,
+    def __init__(self, pid: int, store: LoggedStore, workload: Workload,
                  slots: itertools.count[int]) -> None:
         self.pid = pid
-        self.store = store
-        self.history = history
+        self.store = store.client(pid)
         self.workload = workload
         self.mix = workload.mix
         self.slots = slots
@@ -165,21 +166,16 @@ class _Client:
         self.n = 0
         self.recent: dict[str, list[str]] = {}
 
-    async def call(self, f: str, user: str, value: Any,
-                   make: Callable[[], Awaitable[Any]]) -> str:
-        """Run and record one call; ``fail``/``info`` are outcomes, not errors, here."""
+    async def call(self, make: Callable[[], Awaitable[Any]]) -> str:
+        """Run one call (``self.store`` records it); ``fail``/``info`` are outcomes here."""
         try:
-            async with self.history.record(self.pid, f, user, value) as c:
-                c.set(await make())
+            await make()
         except (ValueError, TypeError):
             return "fail"
         except Exception:
             # Indeterminate: SPEC G10 promises the guarantees again after recover().
-            try:
-                async with self.history.record(self.pid, "recover", "", None):
-                    await self.store.recover()
-            except Exception:  # recorded as info; the checker stays lenient
-                pass
+            with contextlib.suppress(Exception):  # recorded as info; the checker is lenient
+                await self.store.recover()
             return "info"
         return "ok"
 
@@ -199,22 +195,18 @@ class _Client:
         if self.rng.random() < self.mix.message_id:
             mid = f"m:{self.pid}/{self.n} *\"{{x}}%"
         append = self.store.append_message
-        await self.call("append", user, (role, content, mid),
-                        lambda: append(user, role, content, message_id=mid))
+        await self.call(lambda: append(user, role, content, message_id=mid))
         if mid is None:
             return
         if self.rng.random() < self.mix.retry:
-            await self.call("append", user, (role, content, mid),
-                            lambda: append(user, role, content, message_id=mid))
+            await self.call(lambda: append(user, role, content, message_id=mid))
         if self.rng.random() < self.mix.conflict:
             other = content + " (edited)"
-            await self.call("append", user, (role, other, mid),
-                            lambda: append(user, role, other, message_id=mid))
+            await self.call(lambda: append(user, role, other, message_id=mid))
         if self.rng.random() < self.mix.twin:
             twin = self.rng.choice([u for u in self.workload.users if u != user] or [user])
             twin_content = self.content(twin)
-            await self.call("append", twin, (role, twin_content, mid),
-                            lambda: append(twin, role, twin_content, message_id=mid))
+            await self.call(lambda: append(twin, role, twin_content, message_id=mid))
 
     async def one(self) -> None:
         m = self.mix
@@ -227,7 +219,7 @@ class _Client:
         elif f == "read":
             keep = int(getattr(store, "keep_last", 4))
             limit = self.rng.choice((1, 2, 3, keep, keep + 1, 5, 10, 50, 1000))
-            await self.call("read", user, limit, lambda: store.get_history(user, limit))
+            await self.call(lambda: store.get_history(user, limit))
         elif f == "search":
             recent = self.recent.get(user)
             if recent and self.rng.random() < m.exact_search:
@@ -235,11 +227,11 @@ class _Client:
             else:
                 query = self.rng.choice(_WORDS)
             k = self.rng.choice((1, 2, 3, 5, 10))
-            await self.call("search", user, (query, k), lambda: store.search(user, query, k))
+            await self.call(lambda: store.search(user, query, k))
         elif f == "compact":
-            await self.call("compact", user, None, lambda: store.compact(user))
+            await self.call(lambda: store.compact(user))
         else:
-            await self.call("forget", user, None, lambda: store.forget(user))
+            await self.call(lambda: store.forget(user))
 
     async def loop(self) -> None:
         while next(self.slots) < self.workload.ops:
@@ -248,31 +240,28 @@ class _Client:
                 await asyncio.sleep(0)  # scheduling, not waiting: let another client in
 
 
-async def _quiesce(store: Any, history: History, workload: Workload) -> list[Anomaly]:
-    """After the storm: recover twice, read everything, search, and ask consistent_state."""
-    client = _Client(workload.processes, store, history, workload, itertools.count())
+async def _quiesce(store: LoggedStore, workload: Workload) -> list[Anomaly]:
+    """After the storm: recover twice, read everything, search, and ask consistent_state.
+
+    Every call is recorded in ``store.log`` as process ``workload.processes``.
+    """
+    client = _Client(workload.processes, store, workload, itertools.count())
+    s = client.store
     for _ in range(2):
-        await client.call("recover", "", None, store.recover)
+        await client.call(s.recover)
     staleness = float(getattr(store, "search_staleness", 0.0))
     found: list[Anomaly] = []
     for user in workload.users:
-        final: list[Rec] = []
+        final: list[Any] = []
 
-        async def read(user: str = user, final: list[Rec] = final) -> list[Any]:
-            result: list[Any] = await store.get_history(user, _FINAL_LIMIT)
-            final.extend(
-                Rec(e.id, e.seq, e.role, tuple(e.covers), e.user_id) for e in result)
-            return result
+        async def read(user: str = user, final: list[Any] = final) -> None:
+            final.extend(await s.get_history(user, _FINAL_LIMIT))
 
-        await client.call("read", user, _FINAL_LIMIT, read)
-        messages = [r for r in final if r.role != "summary"][-_FINAL_SEARCHES:]
-        contents = {e.id: e.content for e in await _entries(store, user)}
-        for r in messages:
-            query = contents.get(r.id)
-            if query is not None:
-                await _search_until_found(client, user, query, r.id, staleness)
+        await client.call(read)
+        for e in [e for e in final if e.role != "summary"][-_FINAL_SEARCHES:]:
+            await _search_until_found(client, user, e.content, e.id, staleness)
         try:
-            report = await store.consistent_state(user)
+            report = await s.consistent_state(user)
         except Exception as exc:
             found.append(Anomaly(Guarantee.QUIESCENT_CONSISTENCY,
                                  f"consistent_state({user!r}) raised {type(exc).__name__}: "
@@ -285,15 +274,6 @@ async def _quiesce(store: Any, history: History, workload: Workload) -> list[Ano
     return found
 
 
-async def _entries(store: Any, user: str) -> list[Any]:
-    # Contents are not part of the recorded history, so read them once more, unrecorded.
-    try:
-        result: list[Any] = await store.get_history(user, _FINAL_LIMIT)
-    except Exception:
-        return []
-    return result
-
-
 async def _search_until_found(client: _Client, user: str, query: str, entry_id: str,
                               staleness: float) -> None:
     """Poll search for up to ``search_staleness``: every attempt is recorded and judged."""
@@ -302,13 +282,11 @@ async def _search_until_found(client: _Client, user: str, query: str, entry_id: 
     while True:
         hits: list[str] = []
 
-        async def search(hits: list[str] = hits) -> list[Any]:
-            result: list[Any] = await client.store.search(user, query, 5)
-            hits.extend(e.id for e in result)
-            return result
+        async def search(hits: list[str] = hits) -> None:
+            hits.extend(e.id for e in await client.store.search(user, query, 5))
 
         started = time.monotonic()
-        outcome = await client.call("search", user, (query, 5), search)
+        outcome = await client.call(search)
         if outcome != "ok" or entry_id in hits or started > deadline:
             return  # found, or missed by a search the checker will judge
         await asyncio.sleep(pause)  # bounded polling up to the store's declared staleness
@@ -318,18 +296,18 @@ async def _search_until_found(client: _Client, user: str, query: str, entry_id: 
 async def run(store: Any, workload: Workload) -> Outcome:
     """Run one round against an open, empty store and judge it.
 
-    Every call goes through a ``LoggedStore`` too: the history is what the
-    checker judges, the op log is what a timeout reads to name the calls that
-    were in flight (a hung ``compact()`` among hundreds of finished calls).
+    Every call goes through a ``LoggedStore`` into a fresh history: the
+    checker judges it, and a timeout reads it to name the calls that were in
+    flight (a hung ``compact()`` among hundreds of finished calls).
     """
-    if not isinstance(store, LoggedStore):
-        store = LoggedStore(store)
+    inner = store.inner if isinstance(store, LoggedStore) else store
     history = History()
+    store = LoggedStore(inner, history)
     slots = itertools.count()
     started = time.monotonic()
-    clients = [_Client(pid, store, history, workload, slots) for pid in range(workload.processes)]
+    clients = [_Client(pid, store, workload, slots) for pid in range(workload.processes)]
     await asyncio.gather(*(c.loop() for c in clients))
-    g11 = await _quiesce(store, history, workload)
+    g11 = await _quiesce(store, workload)
     seconds = time.monotonic() - started
     keep_last = int(store.keep_last)
     staleness = float(store.search_staleness)

@@ -484,3 +484,38 @@ async def test_recorder_outcomes() -> None:
     assert [op.type for op in history] == ["invoke", "ok", "invoke", "fail", "invoke", "info"]
     assert history.ops[1].value == Rec("a", 1, "user", (), "u")
     assert history.ops[5].error == "RuntimeError: backend down"
+
+
+async def test_logged_store_records_into_one_history_the_checker_reads() -> None:
+    """Concurrent suite calls get their own processes, so the checker and the log pair them."""
+    import asyncio
+
+    from nomnesia.suite._run import LoggedStore
+
+    class Slow:
+        keep_last, search_staleness = 2, 0.0
+
+        def __init__(self) -> None:
+            self.n = 0
+
+        async def append_message(self, user_id: str, role: str, content: str, *,
+                                 message_id: str | None = None) -> Any:
+            self.n += 1
+            seq = self.n
+            await asyncio.sleep(0)  # scheduling only: let the other call start
+
+            class E:
+                id, user_id, role, content, covers = f"e{seq}", "u", "user", "x" * 70_000, ()
+
+            E.seq = seq  # type: ignore[attr-defined]
+            return E()
+
+    s = LoggedStore(Slow())
+    await asyncio.gather(s.append_message("u", "user", "a"), s.append_message("u", "user", "b"))
+    assert [(op.process, op.type) for op in s.log] == [
+        (0, "invoke"), (1, "invoke"), (0, "ok"), (1, "ok")]
+    assert s.log.ops[2].value == Rec("e1", 1, "user", (), "u")
+    assert check(s.log, keep_last=2, search_staleness=0) == []
+    text = s.log.format()
+    assert "    1. append_message('u', 'user', 'a') -> <user seq=1 id='e1' 'xxx" in text, text
+    assert "...(70000 chars)>" in text and len(text) < 400, text

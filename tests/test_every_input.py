@@ -128,14 +128,15 @@ def test_a_refused_valid_content_is_inputs_and_g1_not_g12(pytester: pytest.Pytes
 
 
 def test_attempts_report_each_failure_with_its_own_operations() -> None:
-    from nomnesia.suite._run import Attempts, LoggedStore, OpLog, expect
+    from nomnesia.suite._run import Attempts, LoggedStore, expect
     from nomnesia.suite.contract import Guarantee
+    from nomnesia.suite.history import History
 
-    log = OpLog()
+    log = History()
     store: Any = LoggedStore(object(), log)
     attempts = Attempts("user id", 3)
     for user in ("a", "b", "c"):
-        log.start(f"get_history({user!r})", user).outcome = "[]"
+        log.complete(log.invoke(0, "read", user), "ok", (), shown="[]")
         with attempts(user):
             expect(user == "b", Guarantee.ISOLATION, f"{user} broke", store.log, user=user)
     violation = attempts.violation()

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._run import LoggedStore
 from ..history import History, Op
 from ..workload import DEFAULT_USERS, Mix, Workload, _Client, _quiesce
 
@@ -85,9 +86,8 @@ class StreamedHistory(History):
         super().__init__()
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
-    def _add(self, process: int, type_: str, f: str, user_id: str, value: Any,
-             error: str | None = None) -> Op:
-        op = super()._add(process, type_, f, user_id, value, error)
+    def _add(self, op: Op) -> Op:
+        super()._add(op)
         os.write(self._fd, (json.dumps(op.to_json(), ensure_ascii=False) + "\n").encode())
         return op
 
@@ -179,15 +179,16 @@ async def run(config: WorkerConfig) -> int:
                         processes=config.clients, users=config.users, mix=Mix())
     async with AsyncExitStack() as stack:
         store = await _open(config, stack)
-        recoverer = _Client(base + RECOVER_PID, store, history, workload, itertools.count())
+        logged = LoggedStore(store, history)
+        recoverer = _Client(base + RECOVER_PID, logged, workload, itertools.count())
         # recover() already ran on open; record one so the checker sees where it ended.
-        await recoverer.call("recover", "", None, store.recover)
+        await recoverer.call(recoverer.store.recover)
         if config.final:
-            await _final(config, store, history, workload, base)
+            await _final(config, logged, workload, base)
             history.close()
             return 0
         slots = itertools.count()
-        clients = [_Paced(base + i, store, history, workload, slots)
+        clients = [_Paced(base + i, logged, workload, slots)
                    for i in range(config.clients)]
         for c in clients:
             c.pace = config.pace
@@ -201,14 +202,14 @@ async def run(config: WorkerConfig) -> int:
     return 0
 
 
-async def _final(config: WorkerConfig, store: Any, history: StreamedHistory,
-                 workload: Workload, base: int) -> None:
+async def _final(config: WorkerConfig, store: LoggedStore, workload: Workload,
+                 base: int) -> None:
     from dataclasses import replace
 
-    anomalies = await _quiesce(store, history, replace(workload, processes=base + 98))
+    anomalies = await _quiesce(store, replace(workload, processes=base + 98))
     live: dict[str, list[list[Any]]] = {}
     for user in config.users:
-        entries = await store.get_history(user, FINAL_LIMIT)
+        entries = await store.inner.get_history(user, FINAL_LIMIT)
         live[user] = [[e.id, e.seq, e.role, list(e.covers)] for e in entries]
     result = {"g11": [str(a) for a in anomalies], "live": live,
               "keep_last": int(store.keep_last),
