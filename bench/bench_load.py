@@ -95,7 +95,7 @@ from nomnesia.adapters.fragile import FragileMemoryStore  # noqa: E402
 from nomnesia.suite._run import LoggedStore  # noqa: E402
 from nomnesia.suite.checker import check  # noqa: E402
 from nomnesia.suite.history import History  # noqa: E402
-from nomnesia.suite.workload import DEFAULT_USERS, Mix, Workload, _quiesce, resolve_seed  # noqa: E402
+from nomnesia.suite.workload import DEFAULT_USERS, Mix, Workload, quiesce, resolve_seed  # noqa: E402
 
 FRAGILE = "fragile"
 """The seed's store: ``nomnesia.adapters.fragile.FragileMemoryStore``."""
@@ -326,7 +326,7 @@ async def storm(store: Any, cfg: LoadConfig) -> dict[str, Any]:
     wall = time.perf_counter() - started
     hot = sorted(load.per_user, key=lambda u: -load.per_user[u])[:cfg.final_users]
     quiet = time.perf_counter()
-    g11 = await _quiesce(LoggedStore(store, load.history),
+    g11 = await quiesce(LoggedStore(store, load.history),
                          Workload(seed=cfg.seed, processes=cfg.concurrency, users=tuple(hot)))
     quiet = time.perf_counter() - quiet
     checked = time.perf_counter()

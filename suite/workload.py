@@ -33,8 +33,8 @@ from .checker import Anomaly, check
 from .contract import Guarantee
 from .history import History
 
-__all__ = ["DEFAULT_USERS", "Mix", "Outcome", "Workload", "resolve_rounds", "resolve_seed",
-           "run", "run_rounds"]
+__all__ = ["DEFAULT_USERS", "Mix", "Outcome", "Workload", "quiesce", "resolve_rounds",
+           "resolve_seed", "run", "run_rounds"]
 
 DEFAULT_USERS: tuple[str, ...] = ("ann", "anna", "Ann", "ann*", 'o\'b "q" {x}:%\\ 🙂')
 """Ids that collide in stores that filter by prefix, pattern, case or query syntax."""
@@ -240,7 +240,7 @@ class _Client:
                 await asyncio.sleep(0)  # scheduling, not waiting: let another client in
 
 
-async def _quiesce(store: LoggedStore, workload: Workload) -> list[Anomaly]:
+async def quiesce(store: LoggedStore, workload: Workload) -> list[Anomaly]:
     """After the storm: recover twice, read everything, search, and ask consistent_state.
 
     Every call is recorded in ``store.log`` as process ``workload.processes``.
@@ -307,7 +307,7 @@ async def run(store: Any, workload: Workload) -> Outcome:
     started = time.monotonic()
     clients = [_Client(pid, store, workload, slots) for pid in range(workload.processes)]
     await asyncio.gather(*(c.loop() for c in clients))
-    g11 = await _quiesce(store, workload)
+    g11 = await quiesce(store, workload)
     seconds = time.monotonic() - started
     keep_last = int(store.keep_last)
     staleness = float(store.search_staleness)

@@ -30,7 +30,7 @@ from typing import Any
 
 from .._run import LoggedStore
 from ..history import History, Op
-from ..workload import DEFAULT_USERS, Mix, Workload, _Client, _quiesce
+from ..workload import DEFAULT_USERS, Mix, Workload, _Client, quiesce
 
 __all__ = ["StreamedHistory", "WorkerConfig", "main"]
 
@@ -206,7 +206,7 @@ async def _final(config: WorkerConfig, store: LoggedStore, workload: Workload,
                  base: int) -> None:
     from dataclasses import replace
 
-    anomalies = await _quiesce(store, replace(workload, processes=base + 98))
+    anomalies = await quiesce(store, replace(workload, processes=base + 98))
     live: dict[str, list[list[Any]]] = {}
     for user in config.users:
         entries = await store.inner.get_history(user, FINAL_LIMIT)
