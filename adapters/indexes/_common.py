@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from nomnesia.adapters.abandoned import Abandoned
 from nomnesia.adapters.bounds import clamp_k
-from nomnesia.adapters.tiers import TierLost
+from nomnesia.adapters.tiers import TierLost, check_namespace, new_namespace
 from nomnesia.suite.contract import Entry
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, MemoryStoreError
 
@@ -160,6 +160,26 @@ class Completeness:
         if token == self._token:
             self.complete = True
         return self.complete
+
+
+class IndexBase:
+    """The settings every index keeps, set one way: namespace, dimension, timeout, reuse.
+
+    ``namespace`` defaults to a fresh one; ``reuse`` means the caller reopens a
+    namespace whose data it wants back (keep it on close). ``_calls`` bounds the
+    index's backend calls; ``_created`` says whether this index made what it
+    drops on close.
+    """
+
+    name = "index"
+
+    def __init__(self, *, namespace: str | None, dim: int, timeout: float, reuse: bool) -> None:
+        self.namespace = check_namespace(namespace or new_namespace())
+        self.dim = dim
+        self.timeout = timeout
+        self.reuse = reuse
+        self._calls = Calls(self.name)
+        self._created = False
 
 
 class SelfCheckingByCompleteness:

@@ -23,13 +23,12 @@ from psycopg_pool import AsyncConnectionPool
 from nomnesia.suite.contract import Entry
 
 from ..postgres import connection, create_pool, in_schema
-from ..tiers import check_namespace, new_namespace
-from ._common import Completeness, SelfCheckingByCompleteness, check_batch, check_k
+from ._common import Completeness, IndexBase, SelfCheckingByCompleteness, check_batch, check_k
 
 __all__ = ["PgVectorIndex"]
 
 
-class PgVectorIndex(SelfCheckingByCompleteness):
+class PgVectorIndex(IndexBase, SelfCheckingByCompleteness):
     """Vectors in ``<namespace>.vectors``, keyed by (user id, entry id); exact cosine search."""
 
     name = "pgvector"
@@ -37,15 +36,11 @@ class PgVectorIndex(SelfCheckingByCompleteness):
 
     def __init__(self, target: str | AsyncConnectionPool, *, namespace: str | None = None,
                  dim: int = 384, timeout: float = 5.0, reuse: bool = False) -> None:
-        self.namespace = check_namespace(namespace or new_namespace())
-        self.dim = dim
-        self.timeout = timeout
-        self.reuse = reuse
+        super().__init__(namespace=namespace, dim=dim, timeout=timeout, reuse=reuse)
         self._complete = Completeness(self.name)
         self._dsn = target if isinstance(target, str) else None
         self._pool: AsyncConnectionPool | None = None if isinstance(target, str) else target
         # Created by this index, so ``aclose`` drops it: the schema with a DSN, else the table.
-        self._created = False
         q = self._q
         self._sql_upsert = q("INSERT INTO {s}.vectors (uid, id, embedding) "
                              "VALUES (%s, %s, %s::vector) ON CONFLICT (uid, id) "

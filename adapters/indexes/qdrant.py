@@ -15,10 +15,9 @@ from qdrant_client import AsyncQdrantClient, models
 
 from nomnesia.suite.contract import Entry
 
-from ..tiers import check_namespace, new_namespace
 from ._common import (
-    Calls,
     Completeness,
+    IndexBase,
     SelfCheckingByCompleteness,
     check_batch,
     check_k,
@@ -35,7 +34,7 @@ def _user_filter(user_id: str) -> models.Filter:
     ])
 
 
-class QdrantIndex(SelfCheckingByCompleteness):
+class QdrantIndex(IndexBase, SelfCheckingByCompleteness):
     """Vectors in one Qdrant collection, filtered by the ``user_id`` payload field."""
 
     name = "qdrant"
@@ -45,11 +44,7 @@ class QdrantIndex(SelfCheckingByCompleteness):
 
     def __init__(self, target: str = ":memory:", *, namespace: str | None = None,
                  dim: int = 384, timeout: float = 5.0, reuse: bool = False) -> None:
-        self.namespace = check_namespace(namespace or new_namespace())
-        self.dim = dim
-        self.timeout = timeout
-        self._calls = Calls(self.name)
-        self.reuse = reuse
+        super().__init__(namespace=namespace, dim=dim, timeout=timeout, reuse=reuse)
         self._complete = Completeness(self.name)
         self._server = target.startswith(("http://", "https://"))
         if self._server:

@@ -21,10 +21,9 @@ import qdrant_edge as qe
 
 from nomnesia.suite.contract import Entry
 
-from ..tiers import check_namespace, new_namespace
 from ._common import (
-    Calls,
     Completeness,
+    IndexBase,
     SelfCheckingByCompleteness,
     check_batch,
     check_k,
@@ -45,7 +44,7 @@ def _scroll(request: qe.ScrollRequest) -> Callable[[qe.EdgeShard],
     return lambda shard: shard.scroll(request)
 
 
-class QdrantEdgeIndex(SelfCheckingByCompleteness):
+class QdrantEdgeIndex(IndexBase, SelfCheckingByCompleteness):
     """Vectors in one Edge shard, filtered by the ``user_id`` payload field."""
 
     name = "qdrant-edge"
@@ -55,11 +54,7 @@ class QdrantEdgeIndex(SelfCheckingByCompleteness):
 
     def __init__(self, root: str | Path | None = None, *, namespace: str | None = None,
                  dim: int = 384, timeout: float = 5.0, reuse: bool = False) -> None:
-        self.namespace = check_namespace(namespace or new_namespace())
-        self.dim = dim
-        self.timeout = timeout
-        self._calls = Calls(self.name)
-        self.reuse = reuse
+        super().__init__(namespace=namespace, dim=dim, timeout=timeout, reuse=reuse)
         self._complete = Completeness(self.name)
         self._tmp = None if root is not None else tempfile.mkdtemp(prefix="nomnesia-edge-")
         self.path = Path(root if root is not None else self._tmp or "") / self.namespace

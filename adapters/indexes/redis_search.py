@@ -35,11 +35,11 @@ from collections.abc import Sequence
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from nomnesia.adapters.tiers import TierLost, check_namespace, new_namespace
+from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import Entry
 
 from ._common import (
-    Calls,
+    IndexBase,
     check_batch,
     check_k,
     command,
@@ -130,7 +130,7 @@ def parse_search(reply: list[object], user_id: str) -> list[str]:
     return found
 
 
-class RedisSearchIndex:
+class RedisSearchIndex(IndexBase):
     """Vectors as HASH docs indexed by the Redis query engine."""
 
     name = "redis-search"
@@ -138,18 +138,13 @@ class RedisSearchIndex:
     def __init__(self, url: str, *, namespace: str | None = None, dim: int = 384,
                  timeout: float = 5.0, algorithm: str = "FLAT",
                  reuse: bool = False) -> None:
-        self.namespace = check_namespace(namespace or new_namespace())
-        self.dim = dim
-        self.timeout = timeout
-        self._calls = Calls(self.name)
-        self.reuse = reuse
+        super().__init__(namespace=namespace, dim=dim, timeout=timeout, reuse=reuse)
         self.algorithm = algorithm
         # FLAT vectors are indexed within the HSET; HNSW may be indexed by
         # background workers (tiered index), so its searches can lag.
         self.search_staleness = 0.0 if algorithm == "FLAT" else 1.0
         self._redis: Redis = Redis.from_url(url, protocol=2, socket_timeout=timeout,
                                             socket_connect_timeout=timeout)
-        self._created = False
         self._intact_key, self._rebuild_key = marker_keys(self.namespace)
         self._mark = self._redis.register_script(_MARK)
 

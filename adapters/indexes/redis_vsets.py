@@ -19,11 +19,11 @@ from collections.abc import Sequence
 
 from redis.asyncio import Redis
 
-from nomnesia.adapters.tiers import TierLost, check_namespace, new_namespace
+from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import Entry
 
 from ._common import (
-    Calls,
+    IndexBase,
     check_batch,
     check_k,
     command,
@@ -46,7 +46,7 @@ return 0
 """
 
 
-class RedisVsetIndex:
+class RedisVsetIndex(IndexBase):
     """Vectors in Redis 8 vector sets, one key per user."""
 
     name = "redis-vsets"
@@ -55,14 +55,9 @@ class RedisVsetIndex:
     def __init__(self, url: str, *, namespace: str | None = None, dim: int = 384,
                  timeout: float = 5.0,
                  reuse: bool = False) -> None:
-        self.namespace = check_namespace(namespace or new_namespace())
-        self.dim = dim
-        self.timeout = timeout
-        self._calls = Calls(self.name)
-        self.reuse = reuse
+        super().__init__(namespace=namespace, dim=dim, timeout=timeout, reuse=reuse)
         self._redis: Redis = Redis.from_url(url, socket_timeout=timeout,
                                             socket_connect_timeout=timeout)
-        self._created = False
         # Not of the form <64 hex>, so never a user's key; matched by drop()'s scan.
         self._intact_key = f"{self.namespace}:v:intact"
         self._rebuild_key = f"{self.namespace}:v:rebuild"
