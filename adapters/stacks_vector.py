@@ -27,19 +27,26 @@ async def _url(ctx: StackContext, engine: str) -> str:
     return str(await asyncio.to_thread(ctx.provider.url, engine))
 
 
-def _index_on(engine: str, module: str, cls: str) -> IndexFactory:
+def _index_on(engine: str, module: str, cls: str, *, pooled: bool = False) -> IndexFactory:
     """An index factory: class ``cls`` of ``adapters/indexes/<module>.py`` on ``engine``.
 
     Every index takes the same arguments, so one factory serves all stacks; the
     module is imported only when a store opens, so a missing client library
     affects only its own stack. For qdrant-edge the "URL" is a directory under
     the provider's own, which the provider removes even when this process is killed.
+    ``pooled``: the module's ``pool_for(provider, url, dim)`` lends the index an empty
+    collection that earlier stores of the provider gave back (Milvus: a new one
+    takes seconds to load); a reopened namespace keeps its own.
     """
 
     async def make(ctx: StackContext) -> VectorIndex:
-        index_cls = getattr(importlib.import_module(f".indexes.{module}", __package__), cls)
-        index: VectorIndex = index_cls(await _url(ctx, engine), namespace=ctx.namespace,
-                                       dim=ctx.dim, timeout=ctx.timeout, reuse=ctx.reuse)
+        index_module = importlib.import_module(f".indexes.{module}", __package__)
+        url = await _url(ctx, engine)
+        extra = ({"pool": index_module.pool_for(ctx.provider, url, ctx.dim)}
+                 if pooled and not ctx.reuse else {})
+        index: VectorIndex = getattr(index_module, cls)(
+            url, namespace=ctx.namespace, dim=ctx.dim, timeout=ctx.timeout, reuse=ctx.reuse,
+            **extra)
         await index.create()  # type: ignore[attr-defined]
         return index
 
@@ -48,8 +55,8 @@ def _index_on(engine: str, module: str, cls: str) -> IndexFactory:
 
 _qdrant = _index_on("qdrant", "qdrant", "QdrantIndex")
 _qdrant_edge = _index_on("qdrant-edge", "qdrant_edge", "QdrantEdgeIndex")
-_milvus = _index_on("milvus", "milvus", "MilvusIndex")
-_milvus_server = _index_on("milvus-server", "milvus", "MilvusIndex")
+_milvus = _index_on("milvus", "milvus", "MilvusIndex", pooled=True)
+_milvus_server = _index_on("milvus-server", "milvus", "MilvusIndex", pooled=True)
 _redis_vsets = _index_on("redis", "redis_vsets", "RedisVsetIndex")
 _redis_search = _index_on("redis-search", "redis_search", "RedisSearchIndex")
 
