@@ -161,7 +161,7 @@ def tests(session: nox.Session) -> None:
     """The project's own tests (tests/), on nox's Python: ``nox -s tests -- -k something``."""
     install(session, ["dev"])  # dev has actionlint, shellcheck and pyyaml for the workflow
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider",
-                *(session.posargs or ["-n", "2"]))
+                *(session.posargs or ["-n", "2", "--dist", "loadgroup"]))
 
 
 @nox.session

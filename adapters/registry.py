@@ -166,8 +166,9 @@ ADAPTERS: dict[str, AdapterSpec] = {
                     engines=("postgres", "redis", "redis-search"),
                     description="Redis log + Redis query engine (RediSearch) index "
                                 "+ PostgreSQL archive"),
-        # The same MilvusIndex as "milvus", on a Milvus server over gRPC (never Lite).
-        AdapterSpec("milvus-server", log="redis", index=f"{_INDEXES}.milvus:MilvusIndex",
+        # MilvusIndex on a Milvus server over gRPC (never Lite), collections pooled.
+        AdapterSpec("milvus-server", log="redis",
+                    index=f"{_INDEXES}.milvus:ServerMilvusIndex",
                     index_engine="milvus-server",
                     extras=("milvus", "pgvector", "redis", "embedded"),
                     requires=("pymilvus", "psycopg", "redis"),

@@ -98,9 +98,15 @@ async def open_engine_stack(spec: AdapterSpec | str, *,
         outer.push_async_callback(log.aclose)
         # An index on an engine the stack already holds a connection to shares it:
         # pgvector gets the archive's pool (one pool per store), the others a URL.
+        # An index class that shares state across the provider's stores (a pool of
+        # Milvus server collections) is built by its ``for_provider`` instead.
         held: dict[str, Any] = {"postgres": pool}
-        built = index_cls(held.get(spec.index_engine, urls[spec.index_engine]),
-                          namespace=namespace, dim=embedder.dim, timeout=timeout, reuse=reuse)
+        target = held.get(spec.index_engine, urls[spec.index_engine])
+        options: dict[str, Any] = {"namespace": namespace, "dim": embedder.dim,
+                                   "timeout": timeout, "reuse": reuse}
+        for_provider = getattr(index_cls, "for_provider", None)
+        built = (for_provider(provider, target, **options) if for_provider is not None
+                 else index_cls(target, **options))
         index: VectorIndex = built
         try:
             await built.create()  # every index class has it; the store's protocol does not

@@ -10,6 +10,7 @@ A real model (all-MiniLM-L6-v2, shipped inside a wheel) sits behind the
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -41,6 +42,21 @@ class Summarizer(Protocol):
     async def summarize(self, user_id: str, entries: Sequence[EntryLike]) -> str: ...
 
 
+@functools.lru_cache(maxsize=1024)
+def _hashed(text: str, dim: int) -> tuple[float, ...]:
+    """``HashingEmbedder.embed_one``'s vector, computed once per (text, dim) in a process.
+
+    The suite embeds the same texts over and over: every store, every model
+    example and every shrink replay re-embeds the same contents, up to the
+    65,536-code-point longest ones (one blake2b per 3-gram), which took three
+    quarters of the model test's time on the in-memory stores. The function is
+    pure (its contract: the same vector in every process), so caching it changes
+    no answer; 1,024 vectors of 384 floats are about 12 MB. Subclasses that
+    change the features are not cached (``embed_one``).
+    """
+    return HashingEmbedder(dim)._embed_uncached(text)
+
+
 class HashingEmbedder:
     """Feature hashing of words and character 3-grams, L2-normalised.
 
@@ -60,6 +76,11 @@ class HashingEmbedder:
         return grams + words + [f"len:{len(text)}"]
 
     def embed_one(self, text: str) -> list[float]:
+        if type(self)._features is HashingEmbedder._features:
+            return list(_hashed(text, self.dim))
+        return list(self._embed_uncached(text))
+
+    def _embed_uncached(self, text: str) -> tuple[float, ...]:
         vector = [0.0] * self.dim
         for feature in self._features(text):
             data = feature.encode("utf-8", "surrogatepass")
@@ -70,8 +91,8 @@ class HashingEmbedder:
         norm = math.sqrt(sum(v * v for v in vector))
         if norm == 0.0:  # cannot happen (there is always a length feature), but never divide by 0
             vector[0] = 1.0
-            return vector
-        return [v / norm for v in vector]
+            return tuple(vector)
+        return tuple(v / norm for v in vector)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [self.embed_one(t) for t in texts]

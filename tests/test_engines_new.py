@@ -67,6 +67,13 @@ def _memory_bound(client: redis.Redis) -> tuple[int, str]:
     return int(config["maxmemory"]), str(config["maxmemory-policy"])
 
 
+# One worker runs this module (``--dist loadgroup``, as ``nox -s tests`` does): its
+# Milvus servers then start one after another. Two started at once, one per xdist
+# worker on 2 cores, made clients' connects fail with gRPC "Too many pings" in 3 of
+# 10 runs (never in 5 serial runs); the cause in the server is not found yet.
+pytestmark = pytest.mark.xdist_group("milvus-server")
+
+
 @pytest.fixture(scope="module")
 def milvus_engines() -> Iterator[EmbeddedProvider]:
     """A provider of its own for the Milvus server tests (its start-up is paid once here)."""
@@ -250,6 +257,175 @@ def test_milvus_server_is_private_to_its_provider(milvus_engines: EmbeddedProvid
     assert not ports & {2379, 2380, 19530, 19529, 9091}, sorted(ports)
 
 
+@pytest.mark.parametrize("engine", ["milvus-server", "milvus"])
+async def test_milvus_pool_lends_each_collection_empty_and_to_one_index_at_a_time(
+        milvus_engines: EmbeddedProvider, engine: str) -> None:
+    """The stacks' CollectionPool: a closed index's collection goes to the next one empty
+    (reads right after a delete see it, as Strong reads would), two open indexes never
+    share one, and the pool's close drops every collection it made."""
+    from pymilvus import MilvusClient
+
+    from nomnesia.adapters.indexes.milvus import CollectionPool, MilvusIndex
+
+    url, vector = milvus_engines.url(engine), [1.0, 0.0, 0.0, 0.0]
+    pool = CollectionPool(url, DIM)
+    first, second = MilvusIndex(url, dim=DIM, pool=pool), MilvusIndex(url, dim=DIM, pool=pool)
+    third = MilvusIndex(url, dim=DIM, pool=pool)
+    try:
+        await first.create()
+        await second.create()
+        assert first.collection != second.collection
+        await first.upsert([_entry("ann", "a1")], [vector])
+        assert await first.ids("ann") == {"a1"}
+        await first.aclose()
+        await third.create()
+        assert third.collection == first.collection
+        assert await third.ids("ann") == set(), "G9: a borrowed collection held another's rows"
+        assert await third.query("ann", vector, 5) == []
+        await third.upsert([_entry("ann", "a2"), _entry("ann", "a3")], [vector, vector])
+        await third.delete("ann", ["a2"])
+        assert await third.ids("ann") == {"a3"}, "G8: a read right after a delete missed it"
+        await third.upsert([_entry("bob", "b1")], [vector])
+        await third.delete_user("ann")
+        assert await third.query("ann", vector, 5) == []
+        assert await third.ids("bob") == {"b1"}
+    finally:
+        for index in (first, second, third):
+            await index.aclose()
+    client = MilvusClient(url)
+    try:
+        names = {first.collection, second.collection}
+        assert names <= set(client.list_collections())
+        pool.close()
+        assert not names & set(client.list_collections()), "the pool left collections behind"
+    finally:
+        client.close()
+
+
+async def test_milvus_pool_never_lends_a_collection_a_late_call_may_still_write(
+        milvus_engines: EmbeddedProvider) -> None:
+    """An index that gave up on a call still running does not give its collection back:
+    the next index gets a new one, and the pool's close still drops the old one."""
+    import asyncio
+
+    from pymilvus import MilvusClient
+
+    from nomnesia.adapters.indexes.milvus import CollectionPool, MilvusIndex
+
+    url = milvus_engines.url("milvus-server")
+    pool = CollectionPool(url, DIM)
+    index, after = MilvusIndex(url, dim=DIM, pool=pool), MilvusIndex(url, dim=DIM, pool=pool)
+    late: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    try:
+        await index.create()
+        index.timeout = 0.2
+        index._calls._abandoned.add(late, "milvus")  # a call given up on, never finishing
+        await index.aclose()
+        await after.create()
+        assert after.collection != index.collection
+    finally:
+        late.cancel()
+        await after.aclose()
+    client = MilvusClient(url)
+    try:
+        assert index.collection in client.list_collections()
+        pool.close()
+        assert index.collection not in client.list_collections()
+    finally:
+        client.close()
+
+
+async def test_milvus_reads_session_only_where_strong_would_read_the_same(
+        milvus_engines: EmbeddedProvider) -> None:
+    """Milvus 2.3 gives a delete no timestamp: a Session read after a delete would miss
+    it, so a read is Session only after an upsert that followed every delete, only on
+    a borrowed collection, and never after a failed write."""
+    from nomnesia.adapters.indexes.milvus import CollectionPool, MilvusIndex
+
+    url, vector = milvus_engines.url("milvus-server"), [1.0, 0.0, 0.0, 0.0]
+    pool = CollectionPool(url, DIM)
+    index, plain = MilvusIndex(url, dim=DIM, pool=pool), MilvusIndex(url, dim=DIM)
+    try:
+        await index.create()
+        await plain.create()
+        assert index._read_level() == "Strong"  # the pool emptied it: as after a delete
+        await index.upsert([_entry("ann", "a1")], [vector])
+        assert index._read_level() == "Session"
+        await index.delete("ann", ["a1"])
+        assert index._read_level() == "Strong"
+        await index.upsert([_entry("ann", "a2")], [vector])
+        assert index._read_level() == "Session"
+
+        async def fails(*_: Any, **__: Any) -> None:
+            raise RuntimeError("the reply was lost")
+
+        client = index._client()
+        real, client.upsert = client.upsert, fails  # type: ignore[method-assign]
+        with pytest.raises(Exception, match="the reply was lost"):
+            await index.upsert([_entry("ann", "a3")], [vector])
+        client.upsert = real  # type: ignore[method-assign]
+        await index.upsert([_entry("ann", "a4")], [vector])
+        assert index._read_level() == "Strong"
+        await plain.upsert([_entry("ann", "a1")], [vector])
+        assert plain._read_level() == "Strong"
+    finally:
+        await index.aclose()
+        await plain.aclose()
+        pool.close()
+
+
+def test_pool_for_is_one_pool_per_provider_and_closes_with_it() -> None:
+    """``pool_for`` hands every store of a provider the same pool, and the provider's
+    ``at_close`` (run before its engines stop) closes it; no engine is needed."""
+    from nomnesia.adapters.indexes.milvus import pool_for
+
+    class Provider:
+        def __init__(self) -> None:
+            self.callbacks: list[Any] = []
+
+        def at_close(self, callback: Any) -> None:
+            self.callbacks.append(callback)
+
+    provider, other = Provider(), Provider()
+    pool = pool_for(provider, "http://127.0.0.1:1", DIM)
+    assert pool_for(provider, "http://127.0.0.1:1", DIM) is pool
+    assert pool_for(other, "http://127.0.0.1:1", DIM) is not pool
+    assert pool_for(provider, "http://127.0.0.1:1", DIM + 1) is not pool
+    assert len(provider.callbacks) == 2
+    for callback in provider.callbacks:
+        callback()
+    assert pool_for(provider, "http://127.0.0.1:1", DIM) is not pool  # closed: a new one
+    for callback in provider.callbacks[2:] + other.callbacks:
+        callback()
+
+
+def test_provider_at_close_runs_before_the_engines_stop_even_after_an_error() -> None:
+    """``Provider.at_close``: last added first, before ``_stop``, a failing one skipped over."""
+    from nomnesia.adapters.engines import Provider
+
+    events: list[str] = []
+
+    class Fake(Provider):
+        kind = "fake"
+
+        def _start(self, engine: str) -> str:
+            return engine
+
+        def _stop(self) -> None:
+            events.append("stop")
+
+    def fails() -> None:
+        events.append("fails")
+        raise RuntimeError("a callback that fails")
+
+    provider = Fake()
+    provider.at_close(lambda: events.append("first"))
+    provider.at_close(fails)
+    provider.close()
+    provider.close()
+    assert events == ["fails", "first", "stop"]
+
+
 async def test_milvus_server_index_and_restart() -> None:
     """The MilvusIndex on the server; a SIGKILLed server comes back (nemesis kill) with
     the collection and its rows. A provider of its own: the restarted server belongs
@@ -379,3 +555,18 @@ def test_sigkill_of_a_suite_run_leaves_no_engine_and_no_directory(
         for proc in _engines_under(root):  # never leave them behind, even when failing
             with contextlib.suppress(psutil.Error):
                 proc.kill()
+
+
+async def test_milvus_server_stacks_borrow_from_their_providers_pool(
+        milvus_engines: EmbeddedProvider) -> None:
+    """The registry's milvus-server row builds its index through ``for_provider``, with the
+    provider's pool; Milvus Lite's ("milvus") creates its own collection."""
+    from nomnesia.adapters.indexes.milvus import MilvusIndex, ServerMilvusIndex, pool_for
+    from nomnesia.adapters.stacks import open_engine_stack
+
+    async with open_engine_stack("milvus-server", provider=milvus_engines) as store:
+        index = store.index
+        assert isinstance(index, ServerMilvusIndex)
+        assert index._pool is pool_for(milvus_engines, index.uri, index.dim)
+    async with open_engine_stack("milvus", provider=milvus_engines) as store:
+        assert type(store.index) is MilvusIndex and store.index._pool is None

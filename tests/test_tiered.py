@@ -421,3 +421,22 @@ async def test_a_blocking_embedder_runs_off_the_event_loop(blocking: bool) -> No
         assert await store.search("ann", "two")
     loop_thread = threading.get_ident()
     assert threads and (loop_thread not in threads) == blocking, (threads, loop_thread)
+
+
+def test_hashing_embedder_cache_changes_no_vector_and_hands_out_copies() -> None:
+    """``embed_one`` caches per (text, dim): the vector is the uncached one, every caller
+    gets a list of its own, and a subclass with other features is never served from it."""
+    from nomnesia.adapters.text import HashingEmbedder
+
+    embedder = HashingEmbedder(16)
+    first = embedder.embed_one("pay the rent")
+    assert first == list(embedder._embed_uncached("pay the rent"))
+    first[0] = 99.0
+    assert HashingEmbedder(16).embed_one("pay the rent")[0] != 99.0
+    assert len(HashingEmbedder(32).embed_one("pay the rent")) == 32
+
+    class Words(HashingEmbedder):
+        def _features(self, text: str) -> list[str]:
+            return text.split()
+
+    assert Words(16).embed_one("pay the rent") != HashingEmbedder(16).embed_one("pay the rent")

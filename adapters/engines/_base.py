@@ -8,8 +8,10 @@ once.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import ClassVar
@@ -51,6 +53,8 @@ class Provider(ABC):
         self._engine_locks: dict[str, threading.Lock] = {}
         self._urls: dict[str, str] = {}
         self._closed = False
+        self._at_close: list[Callable[[], None]] = []
+        self._closing = threading.Lock()
 
     def url(self, engine: str) -> str:
         """The engine's URL, starting it (once) and waiting until it answers."""
@@ -84,13 +88,29 @@ class Provider(ABC):
     def closed(self) -> bool:
         return self._closed
 
+    def at_close(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` in ``close()``, before the engines stop (last added, first run).
+
+        For what clients keep on the engines beyond one store, e.g. the Milvus index's
+        pool of empty collections: on an external server nothing else would drop them.
+        A callback's error is ignored: the engines stop all the same.
+        """
+        with self._guard:
+            self._at_close.append(callback)
+
     def close(self) -> None:
         """Stop what this provider started and remove its files; safe to call twice."""
-        with self._guard:
-            if self._closed:
-                return
-            self._closed = True
-            self._urls.clear()
+        with self._closing:  # a second close() waits for the first one's callbacks
+            with self._guard:
+                if self._closed:
+                    return
+                callbacks, self._at_close = self._at_close[::-1], []
+            for callback in callbacks:
+                with contextlib.suppress(Exception):
+                    callback()
+            with self._guard:
+                self._closed = True
+                self._urls.clear()
         self._stop()
 
     def _ensure_open(self, engine: str) -> None:

@@ -16,10 +16,15 @@ consistency, so an upsert is searchable once it returns.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
+import itertools
 import re
+import secrets
 import shutil
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +32,9 @@ from pymilvus import AsyncMilvusClient, DataType, MilvusClient
 
 from nomnesia.suite.contract import Entry
 
-from ..tiers import check_namespace, new_namespace
 from ._common import (
-    Calls,
     Completeness,
+    IndexBase,
     SelfCheckingByCompleteness,
     check_batch,
     check_k,
@@ -39,7 +43,7 @@ from ._common import (
     user_key,
 )
 
-__all__ = ["MilvusIndex", "user_filter"]
+__all__ = ["CollectionPool", "MilvusIndex", "ServerMilvusIndex", "pool_for", "user_filter"]
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _PAGE = 16_384  # Milvus' cap on offset + limit of one query
@@ -69,19 +73,28 @@ def user_filter(user_id: str, *, templates: bool) -> tuple[str, dict[str, Any]]:
     return f'user_key == "{key}"', {}
 
 
-class MilvusIndex(SelfCheckingByCompleteness):
-    """Vectors in one Milvus collection per namespace."""
+class MilvusIndex(IndexBase, SelfCheckingByCompleteness):
+    """Vectors in one Milvus collection per namespace (or one lent by a ``CollectionPool``)."""
 
     name = "milvus"
     search_staleness = 0.0  # consistency_level="Strong"; measured in tests/test_indexes.py
 
     def __init__(self, uri: str | None = None, *, namespace: str | None = None, dim: int = 384,
-                 timeout: float = 5.0, token: str = "", reuse: bool = False) -> None:
-        self.namespace = check_namespace(namespace or new_namespace())
-        self.dim = dim
-        self.timeout = timeout
-        self._calls = Calls(self.name)
-        self.reuse = reuse
+                 timeout: float = 5.0, token: str = "", reuse: bool = False,
+                 pool: CollectionPool | None = None) -> None:
+        super().__init__(namespace=namespace, dim=dim, timeout=timeout, reuse=reuse)
+        self.collection = self.namespace
+        """The collection this index reads and writes: its namespace, or one borrowed
+        from ``pool`` (a reused namespace never borrows: its collection keeps its name)."""
+        if pool is not None and (pool.uri, pool.dim) != (uri, dim):
+            raise ValueError(f"the pool holds collections of dimension {pool.dim} on "
+                             f"{pool.uri!r}, not {dim} on {uri!r}")
+        self._pool = None if reuse else pool
+        self._borrowed = False
+        self._session_reads = True
+        self._ticks = itertools.count(2)  # orders write starts and delete ends, for reads
+        self._deleted_at = 1  # as if a delete just returned: the pool's emptying
+        self._upserted_from = 0
         self._complete = Completeness(self.name)
         self._tmp = tempfile.mkdtemp(prefix="nomnesia-milvus-") if uri is None else None
         self.uri = uri if uri is not None else str(Path(self._tmp or "") / "milvus.db")
@@ -89,7 +102,6 @@ class MilvusIndex(SelfCheckingByCompleteness):
         self._token = token
         self._sync: MilvusClient | None = None
         self._async: AsyncMilvusClient | None = None
-        self._created = False
         self._templates = not self._lite  # settled by the server's version in create()
         # Milvus Lite searches its memtable row by row and never flushes it
         # until 128 MiB: every ``lite_flush_every`` written rows, flush and
@@ -108,7 +120,11 @@ class MilvusIndex(SelfCheckingByCompleteness):
         return self._async
 
     async def create(self) -> None:
-        """Connect, and create the collection (Strong consistency) if absent."""
+        """Connect, and create the collection (Strong consistency) if absent.
+
+        With a pool, an empty collection of the pool's is borrowed instead when it has
+        one, and a collection created here is given back to it on ``aclose``.
+        """
         def connect_and_create() -> None:
             self._sync = MilvusClient(self.uri, token=self._token, timeout=self.timeout,
                                       **self._channel_options())
@@ -116,8 +132,14 @@ class MilvusIndex(SelfCheckingByCompleteness):
             if not self._lite:
                 self._templates, scalar_index = server_features(
                     self._sync.get_server_version())
-            if self._sync.has_collection(self.namespace):
-                self._sync.load_collection(self.namespace)  # released after a restart
+            if self._pool is not None:
+                borrowed = self._pool.take(self._sync)
+                if borrowed is not None:
+                    self.collection, self._borrowed, self._created = borrowed, True, True
+                    return
+                self.collection = self._pool.new_name()
+            elif self._sync.has_collection(self.collection):
+                self._sync.load_collection(self.collection)  # released after a restart
                 return
             schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
             schema.add_field("pk", DataType.VARCHAR, is_primary=True, max_length=36)
@@ -130,15 +152,16 @@ class MilvusIndex(SelfCheckingByCompleteness):
                              metric_type="COSINE")
             if scalar_index is not None:
                 params.add_index("user_key", index_type=scalar_index)
-            self._sync.create_collection(self.namespace, schema=schema,
+            self._sync.create_collection(self.collection, schema=schema,
                                          consistency_level="Strong")
             self._created = True
+            self._borrowed = self._pool is not None
             self._complete.complete = not self.reuse
             # pymilvus waits 0.5 s before its first look at a new index, and
             # polls every 0.5 s; an empty collection's index is ready at once, on
             # Milvus Lite as on a server (the load below checks it exists).
-            self._sync.create_index(self.namespace, params, sync=False)
-            self._sync.load_collection(self.namespace)
+            self._sync.create_index(self.collection, params, sync=False)
+            self._sync.load_collection(self.collection)
         await self._calls(self.timeout, asyncio.to_thread(connect_and_create))
         self._async = AsyncMilvusClient(self.uri, token=self._token, timeout=self.timeout,
                                         **self._channel_options())
@@ -169,8 +192,8 @@ class MilvusIndex(SelfCheckingByCompleteness):
         rows = [{"pk": str(point_uuid(e.user_id, e.id)), "user_key": user_key(e.user_id),
                  "user_id": e.user_id, "entry_id": e.id, "vec": [float(x) for x in v]}
                 for e, v in zip(entries, vectors, strict=True)]
-        await self._calls(self.timeout, self._client().upsert(self.namespace, rows,
-                                                                      timeout=self.timeout))
+        await self._write(self._client().upsert(self.collection, rows, timeout=self.timeout),
+                          upsert=True)
         await self._wrote(len(rows))
 
     async def _wrote(self, rows: int) -> None:
@@ -184,16 +207,50 @@ class MilvusIndex(SelfCheckingByCompleteness):
             sync = self._sync
 
             def flush_and_compact() -> None:
-                sync.flush(self.namespace)
-                sync.compact(self.namespace)
+                sync.flush(self.collection)
+                sync.compact(self.collection)
             await self._calls(self.timeout, asyncio.to_thread(flush_and_compact))
+
+    async def _write(self, call: Awaitable[Any], *, upsert: bool = False) -> None:
+        """A bounded write, with what ``_read_level`` needs to know of it."""
+        started = next(self._ticks)
+        try:
+            await self._calls(self.timeout, call)
+        except BaseException:
+            self._session_reads = False  # it may land with a timestamp never seen here
+            raise
+        finally:
+            if not upsert:
+                self._deleted_at = next(self._ticks)
+        if upsert:
+            self._upserted_from = max(self._upserted_from, started)
+
+    def _read_level(self) -> str:
+        """``Session`` where it reads the same as ``Strong``, else ``Strong``.
+
+        A Strong read waits for the server's next time tick after the read arrived
+        (about 30 ms at the embedded server's 20 ms tick); a Session read only until
+        the server has applied the newest write timestamp that pymilvus recorded in
+        this process for the collection, so a read soon after another answers at once.
+        Milvus 2.3 returns no timestamp for a delete (0; an upsert's is there), so a
+        Session read sees a delete only if an upsert that started after the delete
+        returned has returned since: until then reads are Strong. And it is Strong
+        only for the writers this process knows of: so only on a collection borrowed
+        from the pool, whose name no other process or index is given, and never again
+        after a write that failed or was given up on (it may land with a timestamp
+        pymilvus never saw). A borrowed collection starts "after a delete" (the
+        pool's): its first reads are Strong until its first upsert.
+        """
+        if (self._borrowed and self._session_reads
+                and self._upserted_from > self._deleted_at):
+            return "Session"
+        return "Strong"
 
     async def delete(self, user_id: str, entry_ids: Sequence[str]) -> None:
         if not entry_ids:
             return
         pks = [str(point_uuid(user_id, i)) for i in entry_ids]
-        await self._calls(self.timeout, self._client().delete(self.namespace, ids=pks,
-                                                                      timeout=self.timeout))
+        await self._write(self._client().delete(self.collection, ids=pks, timeout=self.timeout))
         await self._wrote(len(pks))
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
@@ -201,17 +258,17 @@ class MilvusIndex(SelfCheckingByCompleteness):
         self._complete.check()
         expr, params = self._filter(user_id)
         hits = await self._calls(self.timeout, self._client().search(
-            self.namespace, [[float(x) for x in vector]], limit=min(k, _PAGE), filter=expr,
+            self.collection, [[float(x) for x in vector]], limit=min(k, _PAGE), filter=expr,
             filter_params=params, output_fields=_FIELDS, anns_field="vec",
-            timeout=self.timeout))
+            consistency_level=self._read_level(), timeout=self.timeout))
         return [str(h["entity"]["entry_id"]) for h in hits[0]
                 if h["entity"].get("user_id") == user_id]
 
     async def ids(self, user_id: str) -> set[str]:
         expr, params = self._filter(user_id)
         rows = await self._calls(self.timeout, self._client().query(
-            self.namespace, filter=expr, filter_params=params, output_fields=_FIELDS,
-            limit=_PAGE, timeout=self.timeout))
+            self.collection, filter=expr, filter_params=params, output_fields=_FIELDS,
+            limit=_PAGE, consistency_level=self._read_level(), timeout=self.timeout))
         if len(rows) >= _PAGE:  # more than one query can return: iterate (rare)
             rows = await self._calls(self.timeout * 10,
                                  asyncio.to_thread(self._iterate, expr, params))
@@ -219,8 +276,9 @@ class MilvusIndex(SelfCheckingByCompleteness):
 
     def _iterate(self, expr: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         assert self._sync is not None
-        iterator = self._sync.query_iterator(self.namespace, batch_size=4096, filter=expr,
-                                             filter_params=params, output_fields=_FIELDS)
+        iterator = self._sync.query_iterator(self.collection, batch_size=4096, filter=expr,
+                                             filter_params=params, output_fields=_FIELDS,
+                                             consistency_level=self._read_level())
         rows: list[dict[str, Any]] = []
         try:
             while batch := iterator.next():
@@ -231,19 +289,23 @@ class MilvusIndex(SelfCheckingByCompleteness):
 
     async def delete_user(self, user_id: str) -> None:
         expr, params = self._filter(user_id)
-        await self._calls(self.timeout, self._client().delete(
-            self.namespace, filter=expr, filter_params=params, timeout=self.timeout))
+        await self._write(self._client().delete(
+            self.collection, filter=expr, filter_params=params, timeout=self.timeout))
 
     async def drop(self) -> None:
         if self._sync is not None:
             await self._calls(self.timeout,
-                          asyncio.to_thread(self._sync.drop_collection, self.namespace))
+                          asyncio.to_thread(self._sync.drop_collection, self.collection))
         self._created = False
 
     async def aclose(self) -> None:
-        """Drop the collection if created here; stop a private Milvus Lite."""
+        """Drop the collection if created here (or give it back to the pool); stop a
+        private Milvus Lite."""
         try:
-            await settle_and_drop(self)
+            if self._borrowed:
+                await self._give_back()
+            else:
+                await settle_and_drop(self)
         finally:
             if self._async is not None:
                 await self._async.close()
@@ -254,6 +316,174 @@ class MilvusIndex(SelfCheckingByCompleteness):
             if self._tmp is not None:
                 _release_lite(self.uri)
                 shutil.rmtree(self._tmp, ignore_errors=True)
+
+    async def _give_back(self) -> None:
+        """Empty the borrowed collection and return it to the pool, or else drop it.
+
+        Only once every call given up on is over: one still running could write into
+        the next borrower's collection. Whatever goes wrong, the collection is dropped
+        (best effort) rather than pooled.
+        """
+        self._borrowed = False
+        assert self._pool is not None
+        pool, sync, name = self._pool, self._sync, self.collection
+        try:
+            await self._calls.drain(self.timeout)
+            if sync is None:
+                return
+            await self._calls(self.timeout, asyncio.to_thread(pool.give, sync, name))
+        except Exception:
+            if sync is not None:
+                with contextlib.suppress(Exception):
+                    await self._calls(self.timeout, asyncio.to_thread(pool.discard, sync, name))
+        finally:
+            self._created = False
+
+
+class ServerMilvusIndex(MilvusIndex):
+    """MilvusIndex on a Milvus server, borrowing collections from its provider's pool.
+
+    A server takes seconds to create and load a collection (Milvus Lite takes
+    milliseconds, and searches a reused one's deleted rows one by one: its model
+    test ran 16 s unpooled, 26 s pooled), so the stores of one provider lend each
+    other emptied ones; a reopened namespace keeps its own collection.
+    """
+
+    @classmethod
+    def for_provider(cls, provider: Any, target: str, *, namespace: str | None, dim: int,
+                     timeout: float, reuse: bool) -> ServerMilvusIndex:
+        """What ``stacks.open_engine_stack`` calls instead of the constructor."""
+        pool = None if reuse else pool_for(provider, target, dim, timeout=timeout)
+        return cls(target, namespace=namespace, dim=dim, timeout=timeout, reuse=reuse,
+                   pool=pool)
+
+
+class CollectionPool:
+    """Empty, loaded collections of one dimension on one Milvus, lent to indexes in turn.
+
+    A Milvus 2.3 server takes about 2 s to load a new collection (its query
+    coordinator works in ticks), and the suite opens a store per test and per
+    model example: most of a ``milvus-server`` run went to loading collections. An
+    index given a pool borrows an idle collection instead of creating one, and on
+    ``aclose`` empties it and gives it back. A collection is lent to one index at a
+    time, so stores stay as apart as with collections of their own. It is lent only
+    after a Strong-consistency count reads 0 rows; one that counts more, cannot be
+    read (released by a server restart), or whose index gave up on a call that may
+    still land, is dropped, never lent. ``close`` drops every collection of the
+    pool: ``pool_for`` has the provider call it before it stops its engines.
+    """
+
+    def __init__(self, uri: str, dim: int, *, token: str = "", timeout: float = 5.0,
+                 retire_after: int = 50_000) -> None:
+        self.uri, self.dim, self.token, self.timeout = uri, dim, token, timeout
+        self.retire_after = retire_after
+        """Rows deleted from a collection (by its borrowers' closes) before it is
+        dropped instead of lent again: deleted rows stay in segments until compaction."""
+        self._idle: list[tuple[str, int]] = []  # (name, rows deleted from it so far)
+        self._lent: dict[str, int] = {}  # the same, for collections lent or being created
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def new_name(self) -> str:
+        """A name for a collection that joins the pool when its borrower gives it back."""
+        name = f"nm_pool_{secrets.token_hex(8)}"
+        with self._lock:
+            self._lent[name] = 0
+        return name
+
+    def take(self, client: MilvusClient) -> str | None:
+        """An idle collection that counts 0 rows, or None (then create one)."""
+        while True:
+            with self._lock:
+                if self._closed or not self._idle:
+                    return None
+                name, deleted = self._idle.pop()
+                self._lent[name] = deleted
+            try:
+                if _count(client, name) == 0:
+                    return name
+            except Exception:  # e.g. released by a server restart: not worth reloading
+                pass
+            self.discard(client, name)
+
+    def give(self, client: MilvusClient, name: str) -> None:
+        """Empty ``name`` and keep it idle (``take`` counts its rows before lending it);
+        drop it instead after too many deletes, or when the pool is closed."""
+        result = client.delete(name, filter='pk != ""', timeout=self.timeout)
+        # A server answers {"delete_count": n}; Milvus Lite the deleted primary keys.
+        count = len(result) if isinstance(result, list) else int(result.get("delete_count", 0))
+        with self._lock:
+            deleted = self._lent.get(name, 0) + count
+        if deleted <= self.retire_after:
+            with self._lock:
+                if not self._closed and self._lent.pop(name, None) is not None:
+                    self._idle.append((name, deleted))
+                    return
+        self.discard(client, name)
+
+    def discard(self, client: MilvusClient, name: str) -> None:
+        """Drop ``name`` and forget it."""
+        with self._lock:
+            self._lent.pop(name, None)
+        client.drop_collection(name, timeout=self.timeout)
+
+    def close(self) -> None:
+        """Drop every collection of the pool, idle or lent (lent ones would otherwise be
+        dropped on give-back, which an index abandoned mid-create never does)."""
+        with self._lock:
+            self._closed = True
+            names = [name for name, _ in self._idle] + list(self._lent)
+            self._idle, self._lent = [], {}
+        if not names:
+            return
+        with contextlib.suppress(Exception):
+            client = MilvusClient(self.uri, token=self.token, timeout=self.timeout)
+            try:
+                for name in names:
+                    with contextlib.suppress(Exception):
+                        client.drop_collection(name, timeout=self.timeout)
+            finally:
+                client.close()
+
+
+def _count(client: MilvusClient, name: str) -> int:
+    rows = client.query(name, filter='pk != ""', output_fields=["count(*)"],
+                        consistency_level="Strong")
+    return int(rows[0]["count(*)"])
+
+
+_POOLS: dict[tuple[int, str, str, int], CollectionPool] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def pool_for(provider: Any, uri: str, dim: int, *, token: str = "",
+             timeout: float = 5.0) -> CollectionPool:
+    """The pool of ``dim``-dimensional collections on ``uri`` for the stores of ``provider``.
+
+    The pool is dropped with the provider's engines: ``Provider.at_close`` runs its
+    ``close`` before they stop. A provider without that hook (or None) gets it at
+    interpreter exit instead. A collection left by a killed run sits in the embedded
+    provider's directory, which goes with it.
+    """
+    key = (id(provider), uri, token, dim)
+    with _POOLS_LOCK:
+        pool = _POOLS.get(key)
+        if pool is not None:
+            return pool
+        pool = _POOLS[key] = CollectionPool(uri, dim, token=token, timeout=timeout)
+
+    def close() -> None:
+        with _POOLS_LOCK:
+            if _POOLS.get(key) is pool:
+                del _POOLS[key]
+        pool.close()
+
+    at_close = getattr(provider, "at_close", None)
+    if callable(at_close):
+        at_close(close)
+    else:
+        atexit.register(close)
+    return pool
 
 
 def _release_lite(uri: str) -> None:
