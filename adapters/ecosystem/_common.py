@@ -198,6 +198,14 @@ class ChatPlusVectors(AuditStore):
         """Add ``e``'s copy to the vector store."""
         raise NotImplementedError
 
+    async def _replace(self, user_id: str, entries: Sequence[Entry]) -> None:
+        """Make ``entries`` the user's whole chat history (the library's clear-and-set)."""
+        raise NotImplementedError
+
+    async def _unindex(self, user_id: str, entry_ids: Sequence[str]) -> None:
+        """Delete the vector-store copies of the user's ``entry_ids``."""
+        raise NotImplementedError
+
     async def append_message(self, user_id: str, role: str, content: str,
                              *, message_id: str | None = None) -> Entry:
         role, message_id = check_append(role, message_id)
@@ -213,4 +221,18 @@ class ChatPlusVectors(AuditStore):
     async def get_history(self, user_id: str, limit: int = 10) -> list[Entry]:
         limit = clamp("limit", limit)
         return (await self._entries(user_id))[-limit:]
+
+    async def compact(self, user_id: str) -> Entry | None:
+        """History first (summary + kept), then the summary's copy, then the prefix's
+        copies out of the vector store: three library calls, no lock, as teams write it."""
+        live = await self._entries(user_id)
+        if len(live) <= self.keep_last:
+            return None
+        prefix, kept = live[: len(live) - self.keep_last], live[len(live) - self.keep_last:]
+        summary = entry(uuid.uuid4().hex, user_id, prefix[-1].seq, SUMMARY_ROLE,
+                        await summarize(user_id, prefix), covers_of(prefix))
+        await self._replace(user_id, [summary, *kept])
+        await self._index(summary)
+        await self._unindex(user_id, [e.id for e in prefix])
+        return summary
 

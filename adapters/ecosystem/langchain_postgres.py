@@ -30,7 +30,7 @@ store gets its own two tables in one shared database.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any
@@ -51,9 +51,7 @@ from ._common import (
     ChatPlusVectors,
     check_query,
     clamp,
-    covers_of,
     entry,
-    summarize,
     vector_id,
 )
 
@@ -128,20 +126,13 @@ class LangchainPostgresStore(ChatPlusVectors):
                      int(meta.get("seq", 0)),
                      str(meta.get("role", "")), d.page_content, tuple(meta.get("covers") or ()))
 
-    async def compact(self, user_id: str) -> Entry | None:
-        live = await self._entries(user_id)
-        if len(live) <= self.keep_last:
-            return None
-        prefix, kept = live[: len(live) - self.keep_last], live[len(live) - self.keep_last:]
-        covers = covers_of(prefix)
-        summary = entry(uuid.uuid4().hex, user_id, prefix[-1].seq, "summary",
-                        await summarize(user_id, prefix), covers)
+    async def _replace(self, user_id: str, entries: Sequence[Entry]) -> None:
         history = self._history(user_id)
         await history.aclear()
-        await history.aadd_messages([_message(summary), *map(_message, kept)])
-        await self._index(summary)
-        await self.vectors.adelete(ids=[vector_id(user_id, e.id) for e in prefix])
-        return summary
+        await history.aadd_messages([_message(e) for e in entries])
+
+    async def _unindex(self, user_id: str, entry_ids: Sequence[str]) -> None:
+        await self.vectors.adelete(ids=[vector_id(user_id, i) for i in entry_ids])
 
     async def forget(self, user_id: str) -> None:
         await self._history(user_id).aclear()

@@ -31,8 +31,7 @@ deterministic hashing embedder behind llama-index's ``BaseEmbedding``.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any
@@ -51,10 +50,8 @@ from ._common import (
     ChatPlusVectors,
     check_query,
     clamp,
-    covers_of,
     embedder,
     entry,
-    summarize,
     vector_id,
 )
 
@@ -129,19 +126,11 @@ class LlamaIndexStore(ChatPlusVectors):
                              hit.node.get_content(), covers))
         return out
 
-    async def compact(self, user_id: str) -> Entry | None:
-        live = await self._entries(user_id)
-        if len(live) <= self.keep_last:
-            return None
-        prefix, kept = live[: len(live) - self.keep_last], live[len(live) - self.keep_last:]
-        covers = covers_of(prefix)
-        summary = entry(uuid.uuid4().hex, user_id, prefix[-1].seq, "summary",
-                        await summarize(user_id, prefix), covers)
-        await self.chats.aset_messages(self._key(user_id), [_message(summary),
-                                                            *map(_message, kept)])
-        await self._index(summary)
-        await self.index.adelete_nodes([vector_id(user_id, e.id) for e in prefix])
-        return summary
+    async def _replace(self, user_id: str, entries: Sequence[Entry]) -> None:
+        await self.chats.aset_messages(self._key(user_id), [_message(e) for e in entries])
+
+    async def _unindex(self, user_id: str, entry_ids: Sequence[str]) -> None:
+        await self.index.adelete_nodes([vector_id(user_id, i) for i in entry_ids])
 
     def _indexed(self, user_id: str) -> dict[str, str]:
         """Node id to entry id, for the user's nodes in the index."""
