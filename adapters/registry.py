@@ -78,7 +78,9 @@ class AdapterSpec:
     """``module:Class`` of a stack's VectorIndex. The class is built as
     ``Class(target, namespace=, dim=, timeout=, reuse=)`` then ``await create()``,
     where ``target`` is the URL of ``index_engine``, or the connection the stack
-    already holds to it (the archive's pool, for ``postgres``)."""
+    already holds to it (the archive's pool, for ``postgres``). A class that shares
+    state across the stores of one provider (the Milvus server's collection pool)
+    has a classmethod ``for_provider(provider, target, **same)`` used instead."""
     index_engine: str = ""
     """The engine kind whose URL (or held connection) the index gets."""
 
