@@ -10,11 +10,11 @@ A real model (all-MiniLM-L6-v2, shipped inside a wheel) sits behind the
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -42,7 +42,11 @@ class Summarizer(Protocol):
     async def summarize(self, user_id: str, entries: Sequence[EntryLike]) -> str: ...
 
 
-@functools.lru_cache(maxsize=1024)
+_CACHE_SIZE = 1024
+_cache: OrderedDict[tuple[bytes, int], tuple[float, ...]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
 def _hashed(text: str, dim: int) -> tuple[float, ...]:
     """``HashingEmbedder.embed_one``'s vector, computed once per (text, dim) in a process.
 
@@ -51,10 +55,21 @@ def _hashed(text: str, dim: int) -> tuple[float, ...]:
     65,536-code-point longest ones (one blake2b per 3-gram), which took three
     quarters of the model test's time on the in-memory stores. The function is
     pure (its contract: the same vector in every process), so caching it changes
-    no answer; 1,024 vectors of 384 floats are about 12 MB. Subclasses that
-    change the features are not cached (``embed_one``).
+    no answer. The key is the text's digest, not the text: 1,024 cached 64 K-code-point
+    keys would hold up to 256 MB; as it is, 1,024 vectors of 384 floats are about
+    12 MB. Subclasses that change the features are not cached (``embed_one``).
     """
-    return HashingEmbedder(dim)._embed_uncached(text)
+    key = (hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(), dim)
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    vector = HashingEmbedder(dim)._embed_uncached(text)
+    with _cache_lock:
+        _cache[key] = vector
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return vector
 
 
 class HashingEmbedder:
