@@ -254,8 +254,10 @@ _XDIST_RUN = textwrap.dedent("""
         engines.urls("postgres", "redis")
         info = {"worker": os.getpid(), "dir": str(engines.directory),
                 "groups": engines.process_groups()}
-        with open(os.environ["REPORT_DIR"] + f"/{os.getpid()}.json", "w") as out:
+        report = os.environ["REPORT_DIR"] + f"/{os.getpid()}"
+        with open(report + ".part", "w") as out:  # renamed whole: the test reads no half
             json.dump(info, out)
+        os.replace(report + ".part", report + ".json")
         time.sleep(120)
 """)
 
