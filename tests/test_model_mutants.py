@@ -43,7 +43,7 @@ import test_workload as workload
 from nomnesia.adapters.fragile import FragileMemoryStore
 from nomnesia.adapters.memory import InMemoryStore
 from nomnesia.suite import _run
-from nomnesia.suite.test_model import ModelViolation, run_model
+from nomnesia.suite.test_model import DEFAULT_EXAMPLES, ModelViolation, run_model
 
 pytest_plugins = ("pytester",)
 
@@ -192,4 +192,7 @@ def test_the_budget_is_an_option(pytester: pytest.Pytester) -> None:
     reprec = pytester.inline_run(*SUITE, "--store", f"{__name__}:counting",
                                  "--nomnesia-model-examples", "3", "--nomnesia-model-steps", "2")
     reprec.assertoutcome(passed=1)
-    assert 1 <= len(OPENED) <= 3
+    # Three sequences count; Hypothesis may open one more that it then discards as
+    # invalid, which max_examples does not count (seed 1416776017 does). The default
+    # budget opens DEFAULT_EXAMPLES.
+    assert 1 <= len(OPENED) <= 2 * 3 < DEFAULT_EXAMPLES
