@@ -715,7 +715,7 @@ class EmbeddedProvider(Provider):
         try:
             pipe = client.pipeline(transaction=False)
             for command in commands:
-                pipe.execute_command(*command)
+                pipe.execute_command(*command)  # type: ignore[no-untyped-call]
             return list(pipe.execute())
         except redis.RedisError as exc:
             raise BackendUnavailable(engine, f"{commands[0][0]} failed: {exc}") from exc
