@@ -777,6 +777,13 @@ class EmbeddedProvider(Provider):
                    "ETCD_CONFIG_PATH": str(etcd_config),
                    "LD_LIBRARY_PATH": os.pathsep.join(
                        p for p in (str(binary.parent), os.environ.get("LD_LIBRARY_PATH")) if p)}
+            if self._emulate_cpu:
+                # Go preempts goroutines with SIGURG at any instruction; qemu-user does
+                # not survive that for long (the emulated server died of SIGSEGV after
+                # a few minutes of the suite). Cooperative preemption only: the Go
+                # scheduler's choice, not the CPU's, so the check means the same.
+                env["GODEBUG"] = ",".join(
+                    p for p in (env.get("GODEBUG"), "asyncpreemptoff=1") if p)
             argv = [*self._emulator("milvus-server"), str(binary), "run", "standalone",
                     "-alias", f"x/../../..{home}/milvus"]
             running = self._launch("milvus-server", argv, log, env=env, cwd=home)
