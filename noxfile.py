@@ -74,9 +74,11 @@ def install(session: nox.Session, extras: Sequence[str], *more: str) -> None:
     under ``PYTHONDONTWRITEBYTECODE`` (set on many CI images) each process compiled
     its imports again, 3 s for pymilvus, qdrant-client and hypothesis, and ``tests``
     starts about 90 (pytester, the CLI, xdist): 586 s of CPU with it, 476 s without.
-    The cache lives in the venv, never in the checkout, which the variable protects.
+    The cache lives in the venv, never in the checkout, which the variable protects;
+    its path is absolute (env_dir may be relative), or every process run in another
+    directory would write one there.
     """
-    session.env["PYTHONPYCACHEPREFIX"] = str(session.env_dir / "pycache")
+    session.env["PYTHONPYCACHEPREFIX"] = str(Path(session.env_dir, "pycache").resolve())
     session.env["PYTHONDONTWRITEBYTECODE"] = None  # None: nox removes it from the env
     target = f".[{','.join(extras)}]" if extras else "."
     key = hashlib.sha256(repr((target, more)).encode() + (ROOT / "pyproject.toml").read_bytes())
