@@ -13,6 +13,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import psutil
@@ -454,3 +455,45 @@ def test_a_crashed_postgres_backend_is_named(provider: EmbeddedProvider) -> None
                            for note in BackendUnavailable("postgres", "x").explanations)
 
             assert _poll(noted, 10), BackendUnavailable("postgres", "x").explanations
+
+
+_GO_PANIC = textwrap.dedent("""
+    import sys
+    print(f"panic: listen tcp 127.0.0.1:{sys.argv[1]}: bind: address already in use")
+    for n in range(300):  # then every goroutine's stack, as Go dumps them
+        print(f"goroutine {n} [select]:\\n\\t/usr/local/go/src/runtime/select.go:327")
+    sys.exit(2)
+""")
+_LISTENS = textwrap.dedent("""
+    import socket, sys, time
+    server = socket.create_server(("127.0.0.1", int(sys.argv[1])))
+    while True:
+        server.accept()[0].close()
+""")
+
+
+def test_an_engine_that_could_not_bind_starts_again_on_another_port() -> None:
+    """A Go server (Milvus, etcd) that loses its port to another process panics and then
+    dumps every goroutine: the reason is hundreds of lines above the log's tail. A
+    milvus-server start under parallel tests failed so ("killed by signal 6") instead
+    of taking another port; and a dead launch's old lines must not mislead a new one."""
+    ports: list[int] = []
+    with EmbeddedProvider() as provider:
+        log = provider._workdir() / "fake.log"
+
+        def start(port: int) -> tuple[Any, Any]:
+            ports.append(port)
+            script = _GO_PANIC if len(ports) == 1 else _LISTENS
+            running = provider._launch("redis", [sys.executable, "-c", script, str(port)], log)
+            return running, lambda: embedded_module._listens(port)
+
+        port = provider._on_free_port("redis", start)
+        assert ports == [ports[0], port] and ports[0] != port
+        assert "address already in use" in log.read_text()
+
+        def dies(port: int) -> tuple[Any, Any]:  # the old panic is still in the log
+            return (provider._launch("redis", [sys.executable, "-c", "raise SystemExit(3)"],
+                                     log), lambda: False)
+
+        with pytest.raises(BackendUnavailable, match="exited with 3"):
+            provider._on_free_port("redis", dies)

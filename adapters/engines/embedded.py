@@ -274,6 +274,8 @@ class _Running:
     port: int | None = None
     """Set once it answers there; an engine that died is explained only while nothing
     answers on its port (a fault injector may have started a new one)."""
+    log_start: int = 0
+    """Where this launch's lines begin in ``log``, which every launch appends to."""
 
 
 def describe_exit(returncode: int) -> str:
@@ -325,6 +327,24 @@ def _listening(port: int) -> bool:
 _Ready = Callable[[], bool]
 _Start = Callable[[int], "tuple[_Running, _Ready]"]
 """Launch an engine on a port; return it with its readiness check."""
+
+
+def _port_taken(path: Path, start: int) -> bool:
+    """Whether the launch whose log lines begin at ``start`` died for want of its port.
+
+    The whole of the launch's log, not its tail: a Go server (Milvus, its etcd) that
+    cannot bind panics with "address already in use" and then dumps every goroutine,
+    hundreds of lines that bury the reason (a milvus-server start failed so, under
+    parallel tests, instead of retrying on another port). PostgreSQL and Redis say
+    "Address already in use" or "could not bind".
+    """
+    try:
+        with path.open("rb") as handle:
+            handle.seek(start)
+            text = handle.read(16 * 2**20).decode(errors="replace")
+    except OSError:
+        return False
+    return "address already in use" in text.lower() or "could not bind" in text
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -570,10 +590,11 @@ class EmbeddedProvider(Provider):
                 cwd: Path | None = None) -> _Running:
         user = self._as_user if unprivileged else None
         with open(log, "ab") as handle:
+            start = handle.tell()
             proc = spawn(argv, log=handle, stdin=stdin, user=user[0] if user else None,
                          group=user[1] if user else None, cwd=cwd or log.parent, env=env,
                          memory_limit=memory_limit)
-        running = _Running(engine, proc, log, stop_signal)
+        running = _Running(engine, proc, log, stop_signal, log_start=start)
         with self._setup_lock:
             closed = self.closed
             if not closed:
@@ -617,9 +638,7 @@ class EmbeddedProvider(Provider):
         def attempt() -> None:
             if running.proc.poll() is not None:
                 log = _tail(running.log)
-                # PostgreSQL and Redis say "Address already in use", Go (Milvus, etcd) in
-                # lower case: either way, another port.
-                if "address already in use" in log.lower() or "could not bind" in log:
+                if _port_taken(running.log, running.log_start):  # then another port
                     raise _PortTaken(log)
                 raise BackendUnavailable(
                     running.engine, f"{describe_exit(running.proc.returncode)}"
