@@ -197,3 +197,30 @@ def test_an_engine_killed_by_sigill_is_named_with_the_cpu_it_lacks() -> None:
         assert caught.value.backend == "milvus-server", message
         assert "SIGILL" in message and "qemu64" in message, message
         assert provider.process_groups() == []
+
+
+def test_a_sigill_is_named_however_much_the_server_logs_after_it(tmp_path: Path) -> None:
+    """After a backend's crash the postmaster goes on logging (terminating the others,
+    reinitialising); under load that pushed "terminated by signal 4" out of the log's
+    tail, and the pgserver check above failed reading a plain psql error. A stand-in
+    psql logs a crash followed by a dozen lines and fails as psql does."""
+    log = tmp_path / "postgres.log"
+    log.write_text("LOG:  an earlier, healthy start\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    psql = bin_dir / "psql"
+    psql.write_text("#!/bin/sh\ncat > /dev/null\n"
+                    "echo 'LOG:  client backend (PID 7) was terminated by signal 4: "
+                    f"Illegal instruction' >> {log}\n"
+                    f"for i in $(seq 12); do echo \"LOG:  line $i\" >> {log}; done\n"
+                    "echo 'server closed the connection unexpectedly' >&2\nexit 2\n")
+    psql.chmod(0o755)
+    with pytest.raises(BackendUnavailable) as caught:
+        embedded.postgres_self_check(bin_dir, 5432, log)
+    assert "SIGILL" in str(caught.value), caught.value
+    # A crash logged before the check began is not this check's.
+    log.write_text("LOG:  client backend (PID 3) was terminated by signal 4: Illegal instruction\n")
+    psql.write_text("#!/bin/sh\ncat > /dev/null\necho 'connection refused' >&2\nexit 2\n")
+    with pytest.raises(BackendUnavailable) as caught:
+        embedded.postgres_self_check(bin_dir, 5432, log)
+    assert "SIGILL" not in str(caught.value).split("server log ends")[0], caught.value

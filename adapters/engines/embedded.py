@@ -329,6 +329,18 @@ _Start = Callable[[int], "tuple[_Running, _Ready]"]
 """Launch an engine on a port; return it with its readiness check."""
 
 
+def _log_since_has(path: Path, start: int, needles: Sequence[str]) -> bool:
+    """Whether the log, from byte ``start`` on (up to 16 MiB), names any of ``needles``
+    (case-insensitively): what one launch or one check wrote, however long."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(start)
+            text = handle.read(16 * 2**20).decode(errors="replace").lower()
+    except OSError:
+        return False
+    return any(needle.lower() in text for needle in needles)
+
+
 def _port_taken(path: Path, start: int) -> bool:
     """Whether the launch whose log lines begin at ``start`` died for want of its port.
 
@@ -338,13 +350,7 @@ def _port_taken(path: Path, start: int) -> bool:
     parallel tests, instead of retrying on another port). PostgreSQL and Redis say
     "Address already in use" or "could not bind".
     """
-    try:
-        with path.open("rb") as handle:
-            handle.seek(start)
-            text = handle.read(16 * 2**20).decode(errors="replace")
-    except OSError:
-        return False
-    return "address already in use" in text.lower() or "could not bind" in text
+    return _log_since_has(path, start, ("address already in use", "could not bind"))
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -1106,6 +1112,10 @@ def postgres_self_check(bin_dir: Path, port: int, log: Path | None = None, *,
     argv = [str(bin_dir / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
             "-h", "127.0.0.1", "-p", str(port), "-U", PG_USER, "-d", PG_DATABASE]
     try:
+        log_start = log.stat().st_size if log is not None else 0
+    except OSError:
+        log_start = 0
+    try:
         done = subprocess.run(argv, input=SELF_CHECK_SQL.encode(), capture_output=True,
                               timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -1116,7 +1126,12 @@ def postgres_self_check(bin_dir: Path, port: int, log: Path | None = None, *,
     if done.returncode == 0 and lines.get("knn") == "7":
         return out.partition("version=")[2].strip()
     server_log = _tail(log, 6) if log is not None else ""
-    crashed = "signal 4" in server_log or "Illegal instruction" in server_log
+    # What the server logged during the check, not only its last lines: after a crash
+    # the postmaster goes on (terminating the others, reinitialising), and under load
+    # that pushed "terminated by signal 4" out of the tail, so a SIGILL read as a
+    # plain psql failure.
+    crashed = log is not None and _log_since_has(log, log_start,
+                                                 ("signal 4", "Illegal instruction"))
     lacks = " (its /proc/cpuinfo has no avx512f)" if "avx512f" not in _cpu_flags() else ""
     cause = ("a PostgreSQL backend died with SIGILL (Illegal instruction): this pgvector "
              f"build uses instructions this CPU does not have{lacks}. Builds compiled for "
