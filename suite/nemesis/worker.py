@@ -137,16 +137,20 @@ async def _open(config: WorkerConfig, stack: AsyncExitStack) -> Any:
     else:
         def factory(**kw: Any) -> Any:
             return open_store(config.adapter, **kw)
-    deadline = time.monotonic() + 60
+    start = time.monotonic()
+    deadline = start + 60
     pause = 0.02
     while True:
         try:
             return await stack.enter_async_context(factory(
                 provider=_provider(config.urls), namespace=config.namespace,
                 timeout=config.timeout, **config.options))
-        except Exception:
+        except Exception as exc:
             if time.monotonic() > deadline:
                 raise
+            # The worker log is where a slow recovery is explained: which call failed.
+            print(f"open failed after {time.monotonic() - start:.2f} s: "
+                  f"{type(exc).__name__}: {str(exc)[:300]}", file=sys.stderr, flush=True)
         await asyncio.sleep(pause)  # bounded retry while an engine restarts
         pause = min(pause * 2, 0.5)
 
