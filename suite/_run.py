@@ -42,6 +42,8 @@ import pytest
 
 from .contract import Capabilities, ConsistencyReport, EntryLike, Guarantee
 from .history import History, Op, call_text, describe, method, short_repr
+from .profiles import ProfileError, Resolved, not_applicable, resolve, static_full
+from .view import KeyedView, view_of
 
 __all__ = [
     "Attempts",
@@ -57,6 +59,8 @@ __all__ = [
     "recorded",
     "reframed",
     "replay_hint",
+    "require",
+    "resolved_of",
     "run_async",
     "settings",
     "store_error",
@@ -84,6 +88,11 @@ class Settings:
     """The run's seed (``--nomnesia-seed``); randomised tests derive theirs from it."""
     anomalies: int | None = 3
     """Anomalies a concurrency failure prints (``--nomnesia-anomalies``); None: all of them."""
+    profile: str | None = None
+    """The profile the run holds every store to (``--nomnesia-profile``); None: detect it."""
+    eventually: float = 2.0
+    """Seconds the suite polls ``consistent_state`` of a store that declares no staleness
+    bound (the seed profile), as the seed's ``assert_eventually`` does."""
 
 
 settings = Settings()
@@ -307,6 +316,22 @@ def _key(guarantee: Guarantee) -> str:
     return f"G{guarantee.number}" if guarantee.number else "Inputs"
 
 
+def _keys(names: Iterable[str]) -> list[str]:
+    """``["G4 search", "Inputs"]`` -> ``["G4", "Inputs"]``, each once."""
+    return list(dict.fromkeys(n.split()[0] for n in names))
+
+
+def require(s: LoggedStore, *features: str) -> None:
+    """Inside a test body: not applicable unless the profile has every feature.
+
+    For needs that depend on a parameter (the interrupted operation); fixed
+    needs are declared with ``@pytest.mark.needs`` and never reach the body.
+    """
+    lacking = s.resolved.lacking(features)
+    if lacking:
+        pytest.skip(not_applicable(s.resolved, lacking))
+
+
 @contextmanager
 def replay_hint(seed: int) -> Iterator[None]:
     """Add "replay with --nomnesia-seed N" to any violation raised inside the block."""
@@ -346,6 +371,20 @@ def capabilities_of(store: object) -> Capabilities:
     return caps if isinstance(caps, Capabilities) else Capabilities()
 
 
+def resolved_of(store: object) -> Resolved:
+    """The profile the suite judges ``store`` by (a ``KeyedView`` knows its own).
+
+    A store that resolves to no profile is judged as full: its missing methods then
+    fail where they are called, which is what a hand-built ``LoggedStore`` expects.
+    """
+    if isinstance(store, KeyedView):
+        return store.resolved
+    try:
+        return resolve(store, settings.profile)
+    except ProfileError:
+        return static_full()
+
+
 class LoggedStore:
     """A store wrapper that records every call and its outcome in ``log`` (a ``History``).
 
@@ -364,7 +403,18 @@ class LoggedStore:
         self.log = log if log is not None else History()
         self.process = process
         self.show = show
+        self.resolved = resolved_of(inner)
+        """The profile the store is judged by; a ``KeyedView`` inner means the keyed reading."""
         _watch(self.log)
+
+    @property
+    def keyed(self) -> bool:
+        """Entries are known by role and content (every profile but full, SPEC "Profiles")."""
+        return self.resolved.keyed
+
+    def can(self, feature: str) -> bool:
+        """Whether the store's profile has ``feature`` (``search``, ``compact`` ...)."""
+        return self.resolved.has(feature)
 
     def client(self, process: int) -> LoggedStore:
         """The same store and history, every call recorded as ``process``.
@@ -423,18 +473,45 @@ class LoggedStore:
         return report
 
     async def recover(self) -> None:
-        await self._call("recover", None, None, self.inner.recover())
+        """``recover()``, if the profile has one; a store without it restores on its own."""
+        if self.can("recover"):
+            await self._call("recover", None, None, self.inner.recover())
 
 
 @asynccontextmanager
-async def opened(factory: StoreFactory) -> AsyncIterator[Any]:
+async def _as_manager(made: Any) -> AsyncIterator[Any]:
+    """What a factory made, as an async context manager.
+
+    The protocol's factories return one; a seed-style store is often just an
+    object (or a coroutine that makes one), closed with its ``aclose`` if it has one.
+    """
+    if inspect.isawaitable(made):
+        made = await made
+    if hasattr(made, "__aenter__") and hasattr(made, "__aexit__"):
+        async with made as store:
+            yield store
+        return
+    try:
+        yield made
+    finally:
+        close = getattr(made, "aclose", None)
+        if callable(close):
+            done = close()
+            if inspect.isawaitable(done):
+                await done
+
+
+@asynccontextmanager
+async def opened(factory: StoreFactory, *, raw: bool = False) -> AsyncIterator[Any]:
     """Open a fresh store from ``factory``; failing to open is a G12 failure, not a crash.
 
+    Yields the store as the suite calls it: itself for the full profile, a
+    ``view.KeyedView`` for the smaller ones (``raw``: the store itself).
     Opening and closing are recorded like store calls, so a factory whose
     ``__aenter__`` or ``__aexit__`` hangs is what a timeout names as in flight.
     """
     try:
-        manager = factory()
+        manager = _as_manager(factory())
     except Exception as exc:
         raise GuaranteeViolation(Guarantee.ERRORS, f"the store factory {factory!r} raised "
                                  f"{type(exc).__name__}: {exc}") from exc
@@ -447,7 +524,7 @@ async def opened(factory: StoreFactory) -> AsyncIterator[Any]:
         async with manager as store:
             log.complete(opening, "ok")
             try:
-                yield store
+                yield store if raw else view_of(store, resolve(store, settings.profile))
             finally:
                 closing = log.invoke(0, "close", None, name)
     except BaseException as exc:
@@ -576,6 +653,45 @@ def suite_test(fn: Callable[..., Coroutine[Any, Any, None]] | None = None, *,
 # --------------------------------------------------------------------------- base class
 
 
+SESSION_PROFILE = pytest.StashKey[Resolved]()
+"""The profile of the run's store (``--store``, ``--adapter``, an interface option), found
+once by the plugin; a subclass that overrides ``store`` is probed on its own."""
+ITEM_PROFILE = pytest.StashKey[Resolved]()
+"""The profile a suite test ran under: the JSON report credits it only with what that
+profile judges."""
+_PROBED = pytest.StashKey["dict[object, Resolved]"]()
+NEEDS = "needs"
+"""``@pytest.mark.needs("search", ...)``: the features (``profiles.FEATURES``) a test needs."""
+
+
+async def _probe(factory: StoreFactory) -> Resolved:
+    async with opened(factory, raw=True) as store:
+        return resolve(store, settings.profile)
+
+
+def probe(factory: StoreFactory) -> Resolved:
+    """Open one store from ``factory`` and read its profile (``ProfileError`` if it has none)."""
+    return run_async(_probe(factory), what="opening a store to read its profile")
+
+
+def _profile_for(request: pytest.FixtureRequest) -> Resolved:
+    config = request.config
+    session = config.stash.get(SESSION_PROFILE, None)
+    overridden = getattr(request.cls, "store", None) is not StoreTests.store
+    if session is not None and not overridden:
+        return session
+    factory = request.getfixturevalue("store")
+    cache = config.stash.setdefault(_PROBED, {})
+    key = request.cls if overridden else factory  # one kind of store per overriding class
+    found = cache.get(key)
+    if found is None:
+        try:
+            found = cache[key] = probe(factory)
+        except ProfileError as exc:
+            pytest.fail(f"nomnesia: {exc}", pytrace=False)
+    return found
+
+
 class StoreTests:
     """Base of every suite class: provides the ``store`` fixture and the override guard.
 
@@ -592,6 +708,25 @@ class StoreTests:
     @pytest.fixture
     def store(self, nomnesia_store: StoreFactory) -> StoreFactory:
         return nomnesia_store
+
+    @pytest.fixture(autouse=True)
+    def _nomnesia_profile(self, request: pytest.FixtureRequest) -> None:
+        """Not applicable, before anything runs, when the store's profile lacks a need.
+
+        SPEC.md: a missing method is never a failure, and a guarantee that cannot
+        be judged is never a pass: the skip's reason says what the profile lacks
+        and which guarantees the test would have judged.
+        """
+        if "store" not in request.fixturenames:
+            return
+        resolved = _profile_for(request)
+        request.node.stash[ITEM_PROFILE] = resolved
+        needs = [n for mark in request.node.iter_markers(NEEDS) for n in mark.args]
+        lacking = resolved.lacking(needs)
+        if lacking:
+            would = [str(g) for mark in request.node.iter_markers("guarantee")
+                     for g in mark.args]
+            pytest.skip(not_applicable(resolved, lacking, _keys(would)))
 
     @pytest.mark.guarantee(none="that a subclass hid no suite test, not a store's behaviour")
     def test_no_overrides_DO_NOT_OVERRIDE(self) -> None:

@@ -25,14 +25,14 @@ evidence with one call left out at a time.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, pairwise
 
 from .contract import SUMMARY_ROLE, Guarantee
 from .history import UNBOUNDED, Call, History, Op, Rec, pair, short_id
 
-__all__ = ["Anomaly", "check"]
+__all__ = ["Anomaly", "check", "shrink"]
 
 _PER_KIND = 3  # anomalies of one kind reported per user: the first few tell the story
 _MINIMISE = 10  # anomalies shrunk per check: shrinking re-runs the checker
@@ -75,20 +75,25 @@ def check(history: History | Sequence[Op], *, keep_last: int, search_staleness: 
         found += _UserChecker(user, ucalls, recovers, owners, keep_last, search_staleness).run()
     found.sort(key=lambda a: (a.ops[-1].index if a.ops else 0, a.guarantee.number))
     if minimise:
-        found = [_shrink(a, keep_last, search_staleness) if i < _MINIMISE else a
-                 for i, a in enumerate(found)]
+        def recheck(ops: list[Op]) -> list[Anomaly]:
+            return check(ops, keep_last=keep_last, search_staleness=search_staleness,
+                         minimise=False)
+
+        found = [shrink(a, recheck) if i < _MINIMISE else a for i, a in enumerate(found)]
     return found
 
 
-def _shrink(anomaly: Anomaly, keep_last: int, search_staleness: float) -> Anomaly:
-    """Drop every call whose absence still leaves the same anomaly (one-minimal, like ddmin)."""
+def shrink(anomaly: Anomaly, recheck: Callable[[list[Op]], list[Anomaly]]) -> Anomaly:
+    """Drop every call whose absence still leaves the same anomaly (one-minimal, like ddmin).
+
+    ``recheck`` is the checker that found it, run on a part of the history.
+    """
     calls = pair(anomaly.ops)
 
     def shows(subset: list[Call]) -> bool:
         ops = sorted((op for c in subset for op in c.ops), key=lambda op: op.index)
         return any(a.kind == anomaly.kind and a.guarantee is anomaly.guarantee
-                   for a in check(ops, keep_last=keep_last, search_staleness=search_staleness,
-                                  minimise=False))
+                   for a in recheck(ops))
 
     if len(calls) <= 1 or not shows(calls):
         return anomaly

@@ -65,6 +65,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     default=30.0, metavar="SECONDS",
                     help="where a test checks that a store still answers (no lock left held "
                          "after an interruption), the bound per operation (default 30)")
+    group.addoption("--nomnesia-profile", dest="nomnesia_profile", default=None,
+                    choices=("full", "memory", "seed", "history"),
+                    help="hold the store to this profile of SPEC.md (default: the largest it "
+                         "implements, detected from its methods)")
+    group.addoption("--nomnesia-eventually", dest="nomnesia_eventually", type=float,
+                    default=2.0, metavar="SECONDS",
+                    help="how long the suite polls consistent_state of a store that declares "
+                         "no staleness bound (the seed profile) before G11 fails (default 2)")
     group.addoption("--nomnesia-seed", dest="nomnesia_seed", type=int, default=None,
                     metavar="N", help="seed of the randomised tests (default: random, printed)")
     group.addoption("--nomnesia-anomalies", dest="nomnesia_anomalies", type=_anomalies,
@@ -163,6 +171,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "guarantee(*guarantees, none=None): the SPEC.md guarantees a nomnesia suite "
                    "test checks (nomnesia.suite.contract.G1 ... G12, INPUTS), read by the JSON "
                    "report; none='why' for a test of the suite itself")
+    config.addinivalue_line(
+        "markers", "needs(*features): what a nomnesia suite test needs of the store's profile "
+                   "(nomnesia.suite.profiles.FEATURES); without it the test is not applicable")
     from . import reporting
 
     reporting.configure(config)
@@ -173,6 +184,59 @@ def pytest_configure(config: pytest.Config) -> None:
     _run.settings.op_timeout = float(config.getoption("nomnesia_op_timeout", 30.0))
     _run.settings.seed = int(seed)
     _run.settings.anomalies = config.getoption("nomnesia_anomalies", 3)
+    _run.settings.profile = config.getoption("nomnesia_profile", None)
+    _run.settings.eventually = float(config.getoption("nomnesia_eventually", 2.0))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist starts its workers, and before the header
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Find the run's profile once, on the controller, and hand it to every worker.
+
+    ``--adapter`` stacks are the project's own and implement the full profile;
+    a ``--store`` factory is opened once to read its methods. A declared profile
+    the store does not implement stops the run here, naming what is missing.
+    """
+    config = session.config
+    from . import _run
+    from .profiles import ProfileError, Resolved, static_full
+
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        data = workerinput.get("nomnesia_profile")
+        if data:
+            config.stash[_run.SESSION_PROFILE] = Resolved.from_json(data)
+        return
+    factory = _factory(config)
+    if factory is None:
+        if config.getoption("nomnesia_adapter", None) and not _run.settings.profile:
+            config.stash[_run.SESSION_PROFILE] = static_full()
+    else:
+        try:
+            config.stash[_run.SESSION_PROFILE] = _run.probe(factory)
+        except ProfileError as exc:
+            raise pytest.UsageError(f"nomnesia: {exc}") from None
+        except Exception as exc:  # the tests will say it again, as G12, with the operations
+            config.stash[_PROFILE_UNKNOWN] = f"{type(exc).__name__}: {exc}"
+    resolved = config.stash.get(_run.SESSION_PROFILE, None)
+    if resolved is not None:
+        from . import reporting
+
+        config.stash[reporting.PROFILE_INFO] = resolved.to_json()
+
+
+_PROFILE_UNKNOWN = pytest.StashKey[str]()
+
+
+def _factory(config: pytest.Config) -> Callable[..., Any] | None:
+    """The store factory the command line names (``--store`` or ``--adapter`` with a
+    declared profile), or None."""
+    spec = config.getoption("nomnesia_store", None)
+    if spec:
+        return resolve_factory(spec, config.invocation_params.dir)
+    adapter = config.getoption("nomnesia_adapter", None)
+    if adapter and config.getoption("nomnesia_profile", None):
+        return _adapter_factory(config, adapter)
+    return None
 
 
 _SEED = pytest.StashKey[int]()
@@ -207,8 +271,14 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """xdist: every worker uses the controller's seed, so one number replays the run."""
+    """xdist: every worker uses the controller's seed (one number replays the run) and the
+    profile the controller found (so no worker opens a store just to read it)."""
     node.workerinput["nomnesia_seed"] = node.config.stash[_SEED]
+    from . import _run
+
+    resolved = node.config.stash.get(_run.SESSION_PROFILE, None)
+    if resolved is not None:
+        node.workerinput["nomnesia_profile"] = resolved.to_json()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -218,7 +288,20 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return None
     target = f"--store {store}" if store else f"--adapter {adapter}" if adapter else "(subclass)"
     seed = config.stash[_SEED]
-    return [f"nomnesia suite: {target}; seed {seed} (replay with --nomnesia-seed {seed})"]
+    return [f"nomnesia suite: {target}; seed {seed} (replay with --nomnesia-seed {seed})",
+            f"nomnesia {_profile_line(config)}"]
+
+
+def _profile_line(config: pytest.Config) -> str:
+    from . import _run
+
+    resolved = config.stash.get(_run.SESSION_PROFILE, None)
+    if resolved is not None:
+        return resolved.describe()
+    unknown = config.stash.get(_PROFILE_UNKNOWN, None)
+    if unknown is not None:
+        return f"profile: not read, opening a store failed ({unknown[:200]})"
+    return "profile: read from each test class's store"
 
 
 def _collects_suite(config: pytest.Config) -> bool:
@@ -277,21 +360,27 @@ def nomnesia_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]
         return
     if not adapter:
         pytest.fail(_usage(), pytrace=False)
-    from nomnesia.adapters import ADAPTERS, open_store
+    from nomnesia.adapters import ADAPTERS
 
-    provider = None
+    server_only: frozenset[str] = frozenset()
     if ADAPTERS[adapter].engines:
-        # One provider (one set of engines) per session or xdist worker, shared
-        # with engine_url(); every store gets its own namespace in it.
         from nomnesia.adapters.engines import SERVER_ONLY
 
-        provider = config.stash[_ENGINES].provider
         server_only = SERVER_ONLY.intersection(ADAPTERS[adapter].engines)
-        if getattr(provider, "kind", None) == "embedded" and server_only:
-            pytest.skip(f"adapter {adapter!r} needs {', '.join(sorted(server_only))}, which no "
-                        "wheel ships: run with --backends docker where Docker answers, or "
-                        "--backends external with its NOMNESIA_*_URL set")
-    yield partial(open_store, adapter, provider=provider)
+    if server_only and getattr(config.stash[_ENGINES].provider, "kind", None) == "embedded":
+        pytest.skip(f"adapter {adapter!r} needs {', '.join(sorted(server_only))}, which no "
+                    "wheel ships: run with --backends docker where Docker answers, or "
+                    "--backends external with its NOMNESIA_*_URL set")
+    yield _adapter_factory(config, adapter)
+
+
+def _adapter_factory(config: pytest.Config, adapter: str) -> Callable[..., Any]:
+    """``open_store(adapter)`` on the session's engines (one provider per session or xdist
+    worker, shared with engine_url(); every store gets its own namespace in it)."""
+    from nomnesia.adapters import ADAPTERS, open_store
+
+    provider = config.stash[_ENGINES].provider if ADAPTERS[adapter].engines else None
+    return partial(open_store, adapter, provider=provider)
 
 
 # --------------------------------------------------------------------------- reporting
@@ -327,8 +416,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Failures grouped by cause: twelve red tests from one trimmed user id read as one line."""
-    from . import reporting
+    """The profile and what was not applicable to it; then failures grouped by cause
+    (twelve red tests from one trimmed user id read as one line)."""
+    from . import _run, reporting
+
+    config = terminalreporter.config
+    skipped = terminalreporter.stats.get("skipped", ())
+    inapplicable = [r for r in skipped if reporting.is_not_applicable(r)]
+    if inapplicable or config.stash.get(_run.SESSION_PROFILE, None) is not None:
+        terminalreporter.write_sep("=", "nomnesia: profile")
+        terminalreporter.write_line(_profile_line(config))
+        for line in reporting.not_applicable_lines(inapplicable):
+            terminalreporter.write_line(line)
 
     failures = [(r.nodeid, reporting.report_causes(r))
                 for kind in ("failed", "error") for r in terminalreporter.stats.get(kind, ())

@@ -17,13 +17,22 @@ from pathlib import Path
 from typing import Any
 
 from .contract import Guarantee
-from .reporting import FORMAT, GUARANTEE_KEYS, NOT_EXERCISED, RAN_OUTCOMES, verdict_text
+from .reporting import (
+    FORMAT,
+    GUARANTEE_KEYS,
+    NA_TEXT,
+    NOT_APPLICABLE,
+    NOT_EXERCISED,
+    RAN_OUTCOMES,
+    verdict_text,
+)
 
 __all__ = ["COLORS", "Cell", "Row", "build_matrix", "load_reports", "render_html",
            "render_markdown"]
 
 MAX_LISTED = 50
-COLORS = {"pass": "#1e8e3e", "fail": "#d93025", "none": "#e8eaed", "unreached": "#f9ab00"}
+COLORS = {"pass": "#1e8e3e", "fail": "#d93025", "none": "#e8eaed", "unreached": "#f9ab00",
+          "na": "#f8f9fa"}
 """Cell backgrounds; the screenshot test looks for the first three."""
 
 _TITLES = {(f"G{g.number}" if g.number else "Inputs"): g.title for g in Guarantee}
@@ -42,18 +51,29 @@ class Cell:
     skipped: int = 0
     not_reached: int = 0
     """Tests that exercise it but failed on another guarantee first."""
+    not_applicable: int = 0
+    """Tests of it that the store's profile cannot be judged by."""
+    judged: bool = True
+    """Whether the row's profile is judged on this guarantee at all (SPEC "Profiles")."""
 
     @property
     def state(self) -> str:
         if self.failed:
             return "fail"
+        if not self.judged:
+            return "na"
         if self.passed:
             return "pass"
-        return "unreached" if self.not_reached else "none"
+        if self.not_reached:
+            return "unreached"
+        return "na" if self.not_applicable and not self.skipped else "none"
 
     @property
     def text(self) -> str:
-        return verdict_text(self.failed, self.passed, self.skipped, self.not_reached)
+        if self.state == "na":
+            return NA_TEXT
+        return verdict_text(self.failed, self.passed, self.skipped, self.not_reached,
+                            self.not_applicable)
 
 
 @dataclass
@@ -68,18 +88,22 @@ class Row:
     duration: float = 0.0
     exits: set[int] = field(default_factory=set)
     """pytest exit codes other than 0 (all passed) and 1 (some failed)."""
+    profile: str = ""
+    """The store's profile when it is not the full one (``seed``, ``history`` ...)."""
 
     @property
     def label(self) -> str:
-        return f"{self.adapter} (Python {self.python})"
+        shown = f", profile {self.profile}" if self.profile else ""
+        return f"{self.adapter} (Python {self.python}{shown})"
 
     @property
     def short(self) -> tuple[str, str]:
         """(name, detail) for the HTML row head: ``mod.sub:Factory`` shows as Factory."""
+        shown = f" · profile {self.profile}" if self.profile else ""
         module, sep, factory = self.adapter.rpartition(":")
         if sep and factory:
-            return factory, f"{module} · Python {self.python}"
-        return self.adapter, f"Python {self.python}"
+            return factory, f"{module} · Python {self.python}{shown}"
+        return self.adapter, f"Python {self.python}{shown}"
 
     @property
     def tests_text(self) -> str:
@@ -92,6 +116,9 @@ class Row:
         skipped = self.outcomes.get("skipped", 0)
         if skipped:
             text += f", {skipped} skipped"
+        inapplicable = self.outcomes.get(NOT_APPLICABLE, 0)
+        if inapplicable:
+            text += f", {inapplicable} not applicable"
         if self.exits:
             text += ", pytest exit " + "/".join(map(str, sorted(self.exits)))
         return text
@@ -119,6 +146,12 @@ def build_matrix(reports: Iterable[Mapping[str, Any]]) -> list[Row]:
         key = (str(meta.get("label") or "unknown"), str(meta.get("python") or "?"))
         row = rows.setdefault(key, Row(*key))
         row.runs += 1
+        profile = meta.get("profile") or {}
+        if profile.get("name") and profile.get("name") != "full":
+            row.profile = str(profile["name"])
+            judged = set(profile.get("judged") or GUARANTEE_KEYS)
+            for name, judged_cell in row.cells.items():
+                judged_cell.judged = name in judged
         row.duration += float(meta.get("duration") or 0.0)
         if meta.get("exitstatus") not in (0, 1, None):
             row.exits.add(int(meta["exitstatus"]))
@@ -131,6 +164,9 @@ def build_matrix(reports: Iterable[Mapping[str, Any]]) -> list[Row]:
             for name in set(test.get("guarantees", ())) | failed:
                 cell = row.cells.get(name)
                 if cell is None:
+                    continue
+                if outcome == NOT_APPLICABLE:
+                    cell.not_applicable += 1
                     continue
                 if outcome not in RAN_OUTCOMES:
                     cell.skipped += 1  # a skipped test exercised nothing, but it is counted
@@ -159,7 +195,8 @@ def render_markdown(rows: list[Row]) -> str:
         lines.append("| " + " | ".join([_md(row.label), *cells, row.tests_text]) + " |")
     legend = ("pass: exercised, no failure (with the share that ran when some were skipped) "
               "· FAIL (n): n tests failed on it · not reached: every test "
-              f"of it failed on another guarantee first · {NOT_EXERCISED}: not exercised")
+              f"of it failed on another guarantee first · {NA_TEXT}: not applicable to the "
+              f"store's profile · {NOT_EXERCISED}: not exercised")
     return "\n".join([*lines, "", legend]) + "\n"
 
 
@@ -185,12 +222,14 @@ table#matrix { border-collapse: collapse; margin-bottom: 12px; }
 #matrix td.fail { background: var(--fail); color: #fff; font-weight: 700; }
 #matrix td.none { background: var(--none); color: #5f6368; }
 #matrix td.unreached { background: var(--unreached); color: #202124; }
+#matrix td.na { background: var(--na); color: #80868b; font-style: italic; }
 #matrix th.adapter small.tests { color: #202124; }
 .legend span { display: inline-block; padding: 2px 8px; margin-right: 8px; border-radius: 3px; }
 .legend .pass { background: var(--pass); color: #fff; }
 .legend .fail { background: var(--fail); color: #fff; }
 .legend .none { background: var(--none); color: #5f6368; }
 .legend .unreached { background: var(--unreached); color: #202124; }
+.legend .na { background: var(--na); color: #80868b; font-style: italic; }
 h2 { font-size: 16px; margin: 24px 0 6px; }
 ul.failures { margin: 0; padding-left: 20px; }
 ul.failures code { background: #f1f3f4; padding: 1px 4px; border-radius: 3px; }
@@ -209,7 +248,8 @@ def render_html(rows: list[Row], *, title: str = "nomnesia conformance matrix",
         for key, cell in row.cells.items():
             tip = (f"{key} {_TITLES[key]}: {cell.tests} tests ran ({cell.passed} passed, "
                    f"{cell.failed} failed on it, {cell.not_reached} stopped earlier on another "
-                   f"guarantee), {cell.skipped} skipped")
+                   f"guarantee), {cell.skipped} skipped, {cell.not_applicable} not applicable "
+                   "to the profile")
             if cell.failures:
                 tip += "; first failure: " + cell.failures[0]
             tds.append(f'<td class="{cell.state}" title="{esc(tip)}">{esc(cell.text)}</td>')
@@ -247,6 +287,7 @@ def render_html(rows: list[Row], *, title: str = "nomnesia conformance matrix",
 <p class="legend"><span class="pass">pass</span> exercised, no failure
 <span class="fail">FAIL (n)</span> n tests failed on it
 <span class="unreached">not reached</span> every test of it failed on another guarantee first
+<span class="na">{NA_TEXT}</span> not applicable to the store's profile
 <span class="none">{NOT_EXERCISED}</span> not exercised</p>
 {"".join(failures)}
 </body>

@@ -420,6 +420,8 @@ class JsonReporter:
         if _RANK[outcome] >= _RANK[entry["outcome"]]:
             entry["outcome"] = outcome
             entry["message"] = "" if outcome == "passed" else _first_line(report)
+            if outcome == NOT_APPLICABLE:
+                entry["message"] = skip_reason(report)
         if report.failed:
             named = failed_guarantees(failure_text(report))
             entry["failed_guarantees"] = _ordered([*entry["failed_guarantees"], *named])
@@ -441,13 +443,30 @@ class JsonReporter:
 
 RAN_OUTCOMES: frozenset[str] = frozenset({"passed", "failed", "error", "xpassed"})
 """Outcomes of tests that ran: only these exercise a guarantee."""
-_RANK = {"passed": 0, "skipped": 1, "xfailed": 1, "xpassed": 2, "failed": 3, "error": 4}
+NOT_APPLICABLE = "not applicable"
+"""The outcome of a test the store's profile cannot be judged by (SPEC.md, "Profiles")."""
+_RANK = {"passed": 0, "skipped": 1, "xfailed": 1, NOT_APPLICABLE: 1, "xpassed": 2,
+         "failed": 3, "error": 4}
+
+
+def skip_reason(report: pytest.TestReport) -> str:
+    """A skipped report's reason, without pytest's ``Skipped: `` prefix ("" if none)."""
+    longrepr = report.longrepr
+    reason = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+    return reason.removeprefix("Skipped: ")
+
+
+def is_not_applicable(report: pytest.TestReport) -> bool:
+    """Whether a skip is the profile's not applicable (``profiles.not_applicable``)."""
+    return bool(report.skipped) and skip_reason(report).startswith(NOT_APPLICABLE)
 
 
 def _outcome(report: pytest.TestReport) -> str | None:
     """The phase's contribution to the test's outcome; None for a passing setup/teardown."""
     if hasattr(report, "wasxfail"):
         return "xfailed" if report.skipped else "xpassed"
+    if is_not_applicable(report):
+        return NOT_APPLICABLE
     if report.when == "call":
         return str(report.outcome)
     if report.failed:
@@ -455,6 +474,26 @@ def _outcome(report: pytest.TestReport) -> str | None:
     if report.skipped:
         return "skipped"
     return None
+
+
+def not_applicable_lines(reports: Sequence[pytest.TestReport], *, examples: int = 2
+                         ) -> list[str]:
+    """The terminal's account of not-applicable tests, grouped by what they need."""
+    if not reports:
+        return []
+    groups: dict[str, list[str]] = {}
+    for report in reports:
+        reason = skip_reason(report)
+        needs = reason.partition(": needs ")[2].partition(" (")[0] or reason
+        groups.setdefault(needs, []).append(report.nodeid.rsplit("::", 1)[-1])
+    lines = [f"{_plural(len(reports), 'test')} not applicable (never counted as a pass), by "
+             "what they need that the profile lacks:"]
+    width = max(len(needs) for needs in groups)
+    for needs, names in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        shown = ", ".join(names[:examples]) + (f" and {len(names) - examples} more"
+                                               if len(names) > examples else "")
+        lines.append(f"  {len(names):>3}  {needs:<{width}}  e.g. {shown}")
+    return lines
 
 
 def _iso(stamp: float) -> str:
@@ -468,6 +507,8 @@ def _option(config: pytest.Config, name: str) -> Any:
         return None
 
 
+PROFILE_INFO = pytest.StashKey["dict[str, Any]"]()
+"""The run's profile (``profiles.Resolved.to_json``), put here by the plugin."""
 ADAPTER_INFO = pytest.StashKey["tuple[list[str], str | None]"]()
 """The built-in adapter's engines and factory, put here by the plugin: the report is
 part of the suite's core, which never imports adapters (docs/architecture.md)."""
@@ -483,6 +524,7 @@ def run_metadata(config: pytest.Config) -> dict[str, Any]:
         seed = getattr(seed, "seed", None) or os.environ.get("NOMNESIA_SEED")
     engines, target = config.stash.get(ADAPTER_INFO, ([], None))
     workers = _option(config, "numprocesses")
+    profile = config.stash.get(PROFILE_INFO, None)
     return {
         "adapter": str(adapter) if adapter else None,
         "store": str(store) if store else target,
@@ -497,6 +539,7 @@ def run_metadata(config: pytest.Config) -> dict[str, Any]:
         "argv": list(config.invocation_params.args),
         "workers": workers if isinstance(workers, int) else None,
         "executable": sys.executable,
+        "profile": profile,
     }
 
 
@@ -512,30 +555,42 @@ def build_report(config: pytest.Config, tests: list[dict[str, Any]], *, started:
                  "finished": _iso(time.time()), "duration": round(duration, 3),
                  "exitstatus": exitstatus},
         "summary": summary,
-        "guarantees": guarantee_verdicts(tests),
+        "guarantees": guarantee_verdicts(tests, judged=_judged(config)),
         "causes": group_causes((t["nodeid"], t.get("causes", ())) for t in tests
                                if t.get("outcome") in ("failed", "error")),
         "tests": tests,
     }
 
 
-def guarantee_verdicts(tests: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def _judged(config: pytest.Config) -> list[str] | None:
+    profile = config.stash.get(PROFILE_INFO, None)
+    return list(profile["judged"]) if profile else None
+
+
+def guarantee_verdicts(tests: Iterable[Mapping[str, Any]], *,
+                       judged: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
     """Per guarantee: tests that exercised it, how many failed on it, the first to fail.
 
     A guarantee is ``pass`` only if a test that exercises it passed: when
     every such test failed on another guarantee first (every search crashed
     the engine, so no G4 check ran), it is ``not reached``; when they were
-    all skipped, ``skipped``. ``passed``, ``skipped`` and ``not_reached``
-    count the tests behind that.
+    all skipped, ``skipped``; when the store's profile is not judged on it
+    (``judged``: the keys it is judged on) or every test of it was not
+    applicable, ``not applicable``. ``passed``, ``skipped``, ``not_reached``
+    and ``not_applicable`` count the tests behind that.
     """
     verdicts: dict[str, dict[str, Any]] = {
         key: {"verdict": "not exercised", "tests": 0, "failed": 0, "first_failure": None,
-              "passed": 0, "skipped": 0, "not_reached": 0}
+              "passed": 0, "skipped": 0, "not_reached": 0, "not_applicable": 0}
         for key in GUARANTEE_KEYS}
     for test in tests:
         outcome = test.get("outcome")
         failed = set(test.get("failed_guarantees", ()))
         keys = set(test.get("guarantees", ())) | failed
+        if outcome == NOT_APPLICABLE:
+            for key in keys & verdicts.keys():
+                verdicts[key]["not_applicable"] += 1
+            continue
         if outcome not in RAN_OUTCOMES:
             for key in keys & verdicts.keys():
                 verdicts[key]["skipped"] += 1  # a skipped test exercised nothing
@@ -551,40 +606,61 @@ def guarantee_verdicts(tests: Iterable[Mapping[str, Any]]) -> dict[str, dict[str
                 cell["not_reached"] += 1
             else:
                 cell["passed"] += 1
-    for cell in verdicts.values():
+    outside = set() if judged is None else set(GUARANTEE_KEYS) - set(judged)
+    for key, cell in verdicts.items():
         if cell["failed"]:
             cell["verdict"] = "fail"
+        elif key in outside:
+            cell["verdict"] = NOT_APPLICABLE
         elif cell["passed"]:
             cell["verdict"] = "pass"
         elif cell["not_reached"]:
             cell["verdict"] = "not reached"
         elif cell["skipped"]:
             cell["verdict"] = "skipped"
+        elif cell["not_applicable"]:
+            cell["verdict"] = NOT_APPLICABLE
     return verdicts
 
 
-def verdict_text(failed: int, passed: int, skipped: int, not_reached: int) -> str:
-    """A matrix cell: ``FAIL (2)``, ``pass``, ``pass (6 of 59, 53 skipped)``, ``not reached``.
+def verdict_text(failed: int, passed: int, skipped: int, not_reached: int,
+                 not_applicable: int = 0) -> str:
+    """A matrix cell: ``FAIL (2)``, ``pass``, ``pass (6 of 59, 53 skipped)``, ``not reached``,
+    ``n/a``.
 
     A plain ``pass`` means a test that exercises the guarantee passed and none
     was skipped; skips are counted, and a guarantee that no test got to check
-    (all failed on another guarantee first, or all skipped) never reads as a pass.
+    (all failed on another guarantee first, all skipped, or all not applicable
+    to the store's profile) never reads as a pass.
     """
     if failed:
         return f"FAIL ({failed})"
     if not passed:
         if not_reached:
             return "not reached" + (f" ({not_reached})" if not_reached > 1 else "")
-        return f"skipped ({skipped})" if skipped else NOT_EXERCISED
+        if skipped:
+            return f"skipped ({skipped})"
+        return NA_TEXT if not_applicable else NOT_EXERCISED
     # A test that failed on another guarantee may well have checked this one first,
     # so beside a passing test it does not qualify the pass; a skipped test checked nothing.
     return f"pass ({passed} of {passed + skipped}, {skipped} skipped)" if skipped else "pass"
 
 
 NOT_EXERCISED = "—"
+NA_TEXT = "n/a"
+"""A cell whose guarantee the store's profile is not judged on."""
 
 
 # Worker side: annotate every report with the guarantees its test declares.
+
+
+def _item_judged(item: pytest.Item) -> set[str] | None:
+    """The guarantee keys the profile a test ran under is judged on (None: not known)."""
+    run = sys.modules.get(f"{__package__}._run")
+    resolved = item.stash.get(run.ITEM_PROFILE, None) if run is not None else None
+    if resolved is None:
+        return None
+    return {guarantee_key(g) or "" for g in resolved.profile.judged}
 
 class _Annotator:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -599,6 +675,9 @@ class _Annotator:
             keys = item.stash.get(_DECLARED, None)
             if keys is None:  # added after collection by another plugin
                 keys = declared(item) or []
+            judged = _item_judged(item)
+            if judged is not None and not is_not_applicable(report):
+                keys = [k for k in keys if k in judged]  # a seed store is not judged on G4
             if keys:
                 report.user_properties.append((PROPERTY, keys))
         return report
@@ -690,6 +769,10 @@ class LeafCell:
     """Guarantees every test of which stopped on another failure first."""
     untested: list[str] = field(default_factory=list)
     """Guarantees every test of which was skipped."""
+    not_applicable: int = 0
+    """Tests the store's profile cannot be judged by (counted apart from skips)."""
+    profile: str = ""
+    """The store's profile, when it is not the full one."""
 
     @property
     def ok(self) -> bool:
@@ -699,8 +782,10 @@ class LeafCell:
         """Never a bare "pass" for what did not run: skips are counted, and a guarantee
         whose tests all stopped early on another failure reads "not reached"."""
         if self.status == "pass":
-            return f"pass ({self.tests - self.skipped}" + (
+            ran = self.tests - self.skipped - self.not_applicable
+            return f"pass ({ran}" + (
                 f", {self.skipped} skipped" if self.skipped else "") + (
+                f", {self.not_applicable} n/a ({self.profile})" if self.not_applicable else "") + (
                 f"; {' '.join(self.untested)} skipped" if self.untested else "") + ")"
         if self.status == "skipped":
             return f"skipped ({self.skipped})"
@@ -720,10 +805,13 @@ def leaf_cell(report: Mapping[str, Any]) -> LeafCell:
     if code not in (0, 1):
         return LeafCell("error", detail=f"pytest exit {code}")
     cell = LeafCell("pass")
+    profile = report.get("meta", {}).get("profile") or {}
+    cell.profile = str(profile.get("name") or "")
     for test in report.get("tests", ()):
         outcome = test.get("outcome")
         cell.tests += 1
         cell.skipped += outcome in ("skipped", "xfailed")  # as junit counted them
+        cell.not_applicable += outcome == NOT_APPLICABLE
         if outcome in ("failed", "error"):
             labels = list(test.get("failed_guarantees") or ()) or [
                 guarantee_of(str(test.get("message", "")), str(test.get("nodeid", "")))]
@@ -732,7 +820,7 @@ def leaf_cell(report: Mapping[str, Any]) -> LeafCell:
     if code == 1 or cell.failed:
         cell.status = "fail"
         cell.failed = cell.failed or {"unlabelled": 1}
-    elif cell.tests and cell.skipped == cell.tests:
+    elif cell.tests and cell.skipped + cell.not_applicable == cell.tests:
         cell.status = "skipped"  # e.g. an engine this machine cannot run: see the leaf's log
     verdicts = report.get("guarantees") or {}
     states = {k: str(v.get("verdict")) for k, v in verdicts.items() if isinstance(v, Mapping)}

@@ -81,6 +81,7 @@ class TestConcurrency(StoreTests):
         """
         await _judge(store, 4, ops=500)
 
+    @pytest.mark.needs("compact")
     @pytest.mark.guarantee(G1, G2, G3, G4, G5, G6, G7, G9, G11)  # no forget in the mix: no G8
     @_concurrent
     async def test_concurrent_compactions(self, store: StoreFactory) -> None:
@@ -93,6 +94,7 @@ class TestConcurrency(StoreTests):
         mix = Mix(append=0.4, read=0.3, search=0.05, compact=0.25, forget=0.0)
         await _judge(store, 2, ops=400, users=("ann", "anna"), mix=mix)
 
+    @pytest.mark.needs("forget")
     @pytest.mark.guarantee(*_CHECKER_ALL)
     @_concurrent
     async def test_concurrent_forget(self, store: StoreFactory) -> None:

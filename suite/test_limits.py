@@ -38,7 +38,8 @@ async def _setup(s: LoggedStore, m: Model, user: str) -> list[EntryLike]:
     """A summary and messages after it (so the index has covered entries to skip)."""
     for i in range(s.keep_last + 2):
         await m.append(s, user, f"limits {user} note {i}")
-    await s.compact(user)
+    if s.can("compact"):
+        await s.compact(user)
     await m.append(s, user, f"limits {user} after the compaction")
     return await check_user(s, m, user, searches=0)
 
@@ -50,7 +51,8 @@ async def _others_still_served(s: LoggedStore, m: Model, name: str) -> None:
     try:
         entry = await m.append(s, user, content)
         got = await s.get_history(user, 10)
-        await search_finds(s, user, content)
+        if s.can("search"):
+            await search_finds(s, user, content)
     except GuaranteeViolation:
         raise
     except Exception as exc:
@@ -58,7 +60,7 @@ async def _others_still_served(s: LoggedStore, m: Model, name: str) -> None:
             INPUTS, f"after the calls with {name}, another user's call raised "
                     f"{type(exc).__name__}: {exc}. No single call may take down an engine "
                     "that other users share", s.log) from exc
-    if snapshot(got) != snapshot([entry]):
+    if [(e.id, e.role, e.content) for e in got] != [(entry.id, entry.role, entry.content)]:
         raise GuaranteeViolation(
             G3, f"after the calls with {name}, another user's get_history returned "
                 f"{len(got)} entries, not the one it appended", s.log)
@@ -146,6 +148,7 @@ class TestLimits(StoreTests):
         """
         await _try_every_value(store, _history_case)
 
+    @pytest.mark.needs("search")
     @pytest.mark.guarantee(G1, G2, G3, G4, G5, G7, G9, G11, INPUTS)
     @suite_test
     async def test_huge_k_search_still_finds_exact_content(self, store: StoreFactory) -> None:

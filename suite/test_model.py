@@ -570,6 +570,7 @@ def run_model(factory: StoreFactory, *, seed: int, examples: int = DEFAULT_EXAMP
 class TestModel(StoreTests):
     """Random call sequences, shrunk to the smallest that breaks a guarantee."""
 
+    @pytest.mark.needs("entries", "rejects")  # the model is the full contract, every call of it
     @pytest.mark.guarantee(G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11, G12, INPUTS)
     def test_model_based_call_sequences(self, store: StoreFactory,
                                         request: pytest.FixtureRequest) -> None:

@@ -11,6 +11,7 @@ from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11, G12
 # The history checker on a default mix (G1-G9), lost and doubled appends (G1, G2),
 # consistent_state at the end (G11), the store answering again within 5 s of every
 # fault (G12), and all of it across crashed clients and failing backends (G10).
+@pytest.mark.needs("entries")
 @pytest.mark.guarantee(G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11, G12)
 def test_nemesis(request: pytest.FixtureRequest) -> None:
     """Crashed clients, paused and killed engines, a lying network: nothing acknowledged is lost.

@@ -23,18 +23,21 @@ import itertools
 import os
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ._run import LoggedStore
+from ._checks import consistent
+from ._run import LoggedStore, opened
 from .checker import Anomaly, check
+from .checker_keyed import check_keyed
 from .contract import Guarantee
 from .history import History
+from .profiles import Resolved
 
-__all__ = ["DEFAULT_USERS", "Mix", "Outcome", "Workload", "quiesce", "resolve_rounds",
-           "resolve_seed", "run", "run_rounds"]
+__all__ = ["DEFAULT_USERS", "Mix", "Outcome", "Workload", "for_profile", "quiesce",
+           "resolve_rounds", "resolve_seed", "run", "run_rounds"]
 
 DEFAULT_USERS: tuple[str, ...] = ("ann", "anna", "Ann", "ann*", 'o\'b "q" {x}:%\\ 🙂')
 """Ids that collide in stores that filter by prefix, pattern, case or query syntax."""
@@ -67,6 +70,16 @@ class Mix:
     """Share of searches whose query is the content of a recent append."""
     yield_: float = 0.5
     """Chance that a client lets others run between two calls."""
+
+
+def for_profile(mix: Mix, resolved: Resolved) -> Mix:
+    """The mix without the calls a store's profile does not have (SPEC.md, "Profiles")."""
+    return replace(
+        mix,
+        search=mix.search if resolved.has("search") else 0.0,
+        compact=mix.compact if resolved.has("compact") else 0.0,
+        forget=mix.forget if resolved.has("forget") else 0.0,
+        message_id=mix.message_id if resolved.has("message_id") else 0.0)
 
 
 @dataclass(frozen=True)
@@ -258,10 +271,13 @@ async def quiesce(store: LoggedStore, workload: Workload) -> list[Anomaly]:
             final.extend(await s.get_history(user, _FINAL_LIMIT))
 
         await client.call(read)
-        for e in [e for e in final if e.role != "summary"][-_FINAL_SEARCHES:]:
+        searched = [e for e in final if e.role != "summary"] if s.can("search") else []
+        for e in searched[-_FINAL_SEARCHES:]:
             await _search_until_found(client, user, e.content, e.id, staleness)
+        if not s.can("consistent"):
+            continue
         try:
-            report = await s.consistent_state(user)
+            report, _ = await consistent(s, user)
         except Exception as exc:
             found.append(Anomaly(Guarantee.QUIESCENT_CONSISTENCY,
                                  f"consistent_state({user!r}) raised {type(exc).__name__}: "
@@ -303,6 +319,7 @@ async def run(store: Any, workload: Workload) -> Outcome:
     inner = store.inner if isinstance(store, LoggedStore) else store
     history = History()
     store = LoggedStore(inner, history)
+    workload = replace(workload, mix=for_profile(workload.mix, store.resolved))
     slots = itertools.count()
     started = time.monotonic()
     clients = [_Client(pid, store, workload, slots) for pid in range(workload.processes)]
@@ -312,7 +329,11 @@ async def run(store: Any, workload: Workload) -> Outcome:
     keep_last = int(store.keep_last)
     staleness = float(store.search_staleness)
     checked = time.monotonic()
-    anomalies = check(history, keep_last=keep_last, search_staleness=staleness)
+    if store.keyed:
+        anomalies = check_keyed(history, recover=store.can("recover"),
+                                compact=store.can("compact"), search_staleness=staleness)
+    else:
+        anomalies = check(history, keep_last=keep_last, search_staleness=staleness)
     return Outcome(workload, history, anomalies + g11, keep_last, staleness, seconds,
                    time.monotonic() - checked)
 
@@ -328,7 +349,7 @@ async def run_rounds(factory: StoreFactory, workload: Workload, rounds: int) -> 
     outcomes = []
     for i in range(rounds):
         this = replace(workload, seed=workload.seed * 1000 + i)
-        async with _open(factory) as store:
+        async with opened(factory) as store:  # the store as the suite calls it
             outcome = await run(store, this)
         outcome.workload = replace(this, seed=workload.seed)
         outcome.round = i
@@ -337,8 +358,3 @@ async def run_rounds(factory: StoreFactory, workload: Workload, rounds: int) -> 
             break
     return outcomes
 
-
-@asynccontextmanager
-async def _open(factory: StoreFactory) -> AsyncIterator[Any]:
-    async with factory() as store:
-        yield store
