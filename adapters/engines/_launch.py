@@ -53,7 +53,13 @@ def main(argv: list[str]) -> None:
     if uid != "-":
         os.setuid(int(uid))
     die_with_parent(int(parent))
-    os.execvp(command[0], command)
+    try:
+        os.execvp(command[0], command)
+    except OSError as exc:  # one sentence in the engine's log, not a traceback
+        who = f"user {os.getuid()}" + (" (after dropping root)" if uid != "-" else "")
+        sys.stderr.write(f"cannot execute {command[0]} as {who}: {exc.strerror}. Every "
+                         "directory on its path must be open to that user.\n")
+        raise SystemExit(126 if isinstance(exc, PermissionError) else 127) from None
 
 
 if __name__ == "__main__":

