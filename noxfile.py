@@ -99,7 +99,7 @@ def conformance(session: nox.Session, adapter: str) -> None:
     extras = list(spec.extras)
     if spec.engines and os.environ.get("NOMNESIA_BACKENDS") == "docker" and "docker" not in extras:
         extras.append("docker")
-    install(session, extras, "pytest-asyncio", "hypothesis")
+    install(session, extras, "pytest-asyncio")
     report = RUN_DIR / f"conformance-{python}-{adapter}.json"
     report.unlink(missing_ok=True)
     try:
@@ -236,7 +236,7 @@ def bench(session: nox.Session) -> None:
 
 def _audit(session: nox.Session, names: Sequence[str], *render: str) -> None:
     """The whole suite on each library (findings, not failures), its probes, then the page."""
-    install(session, ["ecosystem"], "pytest-asyncio", "hypothesis")
+    install(session, ["ecosystem"], "pytest-asyncio")
     results, report = RESULTS / "ecosystem", ("python", "-m", "nomnesia.adapters.ecosystem.report")
     results.mkdir(parents=True, exist_ok=True)
     for name in names:
