@@ -677,7 +677,10 @@ def probe(factory: StoreFactory) -> Resolved:
 def _profile_for(request: pytest.FixtureRequest) -> Resolved:
     config = request.config
     session = config.stash.get(SESSION_PROFILE, None)
-    overridden = getattr(request.cls, "store", None) is not StoreTests.store
+    # Accessed through a class, a fixture function is a new object each time: find the
+    # class that defines it.
+    owner = next((c for c in getattr(request.cls, "__mro__", ()) if "store" in vars(c)), None)
+    overridden = owner is not None and owner is not StoreTests
     if session is not None and not overridden:
         return session
     factory = request.getfixturevalue("store")

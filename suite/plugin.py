@@ -34,6 +34,7 @@ USAGE = (
     "--store MODULE:FACTORY (a zero-argument callable returning an async context manager "
     "that yields a fresh, empty store; e.g. --store nomnesia.adapters.memory:InMemoryStore) "
     "or --adapter NAME (a built-in store: {names}); "
+    "or a library's own object: {interfaces}; "
     "or subclass nomnesia.suite.standard.MemoryStoreSuite and override its `store` fixture"
 )
 
@@ -45,7 +46,10 @@ def _usage() -> str:
         names = ", ".join(adapter_names())
     except Exception:  # pragma: no cover - adapters broken or absent
         names = "see nomnesia.adapters"
-    return USAGE.format(names=names)
+    from .interfaces import INTERFACES
+
+    interfaces = ", ".join(f"{i.option} {i.example}" for i in INTERFACES)
+    return USAGE.format(names=names, interfaces=interfaces)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -55,6 +59,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "context manager that yields a fresh, empty store")
     group.addoption("--adapter", dest="nomnesia_adapter", metavar="NAME", default=None,
                     help="run the suite on a built-in store (nomnesia.adapters registry)")
+    from .interfaces import INTERFACES
+
+    for interface in INTERFACES:
+        group.addoption(interface.option, dest=interface.dest, metavar="MODULE:FACTORY",
+                        default=None, help=f"run the suite on {interface.takes}, mapped to "
+                                           f"the profile it can reach (e.g. {interface.example})")
+    group.addoption("--langchain-sync", dest="nomnesia_langchain_sync", action="store_true",
+                    help="with --langchain-history: call the history's sync methods, not the "
+                         "async ones")
     group.addoption("--backends", dest="nomnesia_backends", choices=_BACKENDS, default=None,
                     help="where built-in stacks get their engines: auto (default, or "
                          "$NOMNESIA_BACKENDS), embedded, docker or external")
@@ -108,26 +121,59 @@ def _anomalies(text: str) -> int | None:
     return value
 
 
-def resolve_factory(spec: str, rootdir: Path | None = None) -> Callable[..., Any]:
+def resolve_factory(spec: str, rootdir: Path | None = None, option: str = "--store"
+                    ) -> Callable[..., Any]:
     """``MODULE:FACTORY`` to the callable; the working directory counts as importable."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise pytest.UsageError(f"--store expects MODULE:FACTORY, got {spec!r}")
+        raise pytest.UsageError(f"{option} expects MODULE:FACTORY, got {spec!r}")
     here = str(rootdir or Path.cwd())
     if here not in sys.path:
         sys.path.insert(0, here)  # as `python -m` would: a module next to the caller counts
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise pytest.UsageError(f"--store {spec}: cannot import {module_name!r}: {exc}") from exc
+        raise pytest.UsageError(f"{option} {spec}: cannot import {module_name!r}: {exc}"
+                                ) from exc
     for part in attr.split("."):
         try:
             target = getattr(target, part)
         except AttributeError:
-            raise pytest.UsageError(f"--store {spec}: {module_name!r} has no {attr!r}") from None
+            raise pytest.UsageError(f"{option} {spec}: {module_name!r} has no {attr!r}"
+                                    ) from None
     if not callable(target):
-        raise pytest.UsageError(f"--store {spec}: {attr!r} is not callable")
+        raise pytest.UsageError(f"{option} {spec}: {attr!r} is not callable")
     return target  # type: ignore[no-any-return]
+
+
+def _targets(config: pytest.Config) -> list[tuple[str, str]]:
+    """The store options given: (option, value) for --store, --adapter and each interface's."""
+    from .interfaces import INTERFACES
+
+    given = [("--store", config.getoption("nomnesia_store", None)),
+             ("--adapter", config.getoption("nomnesia_adapter", None)),
+             *((i.option, config.getoption(i.dest, None)) for i in INTERFACES)]
+    return [(option, str(value)) for option, value in given if value]
+
+
+def _target(config: pytest.Config) -> tuple[str, str] | None:
+    """The one store option of the run (``pytest_configure`` refused more than one)."""
+    targets = _targets(config)
+    return targets[0] if targets else None
+
+
+def _interface_factory(config: pytest.Config, option: str, value: str) -> Callable[..., Any]:
+    """The suite's store factory over a library's own object (``nomnesia.suite.interfaces``)."""
+    from .interfaces import MissingLibrary, by_option, store_factory
+
+    interface = by_option(option)
+    sync = interface.module == "langchain" and config.getoption("nomnesia_langchain_sync", False)
+    try:
+        interface.check_installed()
+        target = resolve_factory(value, config.invocation_params.dir, option)
+        return store_factory(interface, target, **({"sync": True} if sync else {}))
+    except MissingLibrary as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _backends(config: pytest.Config) -> str:
@@ -139,12 +185,20 @@ def _backends(config: pytest.Config) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    targets = _targets(config)
+    if len(targets) > 1:
+        raise pytest.UsageError(f"nomnesia: give one store option, not "
+                                f"{' and '.join(option for option, _ in targets)}")
     store = config.getoption("nomnesia_store", None)
     adapter = config.getoption("nomnesia_adapter", None)
-    if store and adapter:
-        raise pytest.UsageError("nomnesia: give --store or --adapter, not both")
     if store:
         resolve_factory(store, config.invocation_params.dir)
+    for option, value in targets:
+        if option not in ("--store", "--adapter"):
+            _interface_factory(config, option, value)  # a usage error now, not in every test
+            from . import reporting
+
+            config.stash[reporting.INTERFACE_INFO] = (option, value)
     if adapter:
         from nomnesia.adapters import UnknownAdapter, lookup
 
@@ -156,8 +210,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from . import reporting
 
         config.stash[reporting.ADAPTER_INFO] = (list(spec.engines), spec.target)
-    elif not store and not adapter and not hasattr(config, "workerinput") \
-            and _collects_suite(config):
+    elif not targets and not hasattr(config, "workerinput") and _collects_suite(config):
         # Say so before the header and "collected 59 items": nothing can run without a store.
         raise pytest.UsageError(_usage())
     seed = config.getoption("nomnesia_seed", None)
@@ -180,6 +233,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from . import _run  # light: the subclass pattern needs the settings too
 
     _install_engines(config)
+    config.stash[_SETTINGS] = dict(vars(_run.settings))  # restored when this run ends
     _run.settings.timeout = float(config.getoption("nomnesia_timeout", 120.0))
     _run.settings.op_timeout = float(config.getoption("nomnesia_op_timeout", 30.0))
     _run.settings.seed = int(seed)
@@ -228,18 +282,21 @@ _PROFILE_UNKNOWN = pytest.StashKey[str]()
 
 
 def _factory(config: pytest.Config) -> Callable[..., Any] | None:
-    """The store factory the command line names (``--store`` or ``--adapter`` with a
-    declared profile), or None."""
-    spec = config.getoption("nomnesia_store", None)
-    if spec:
-        return resolve_factory(spec, config.invocation_params.dir)
-    adapter = config.getoption("nomnesia_adapter", None)
-    if adapter and config.getoption("nomnesia_profile", None):
-        return _adapter_factory(config, adapter)
-    return None
+    """The store factory the command line names, or None for none (and for a built-in
+    ``--adapter`` without a declared profile: those implement the full profile)."""
+    target = _target(config)
+    if target is None:
+        return None
+    option, value = target
+    if option == "--store":
+        return resolve_factory(value, config.invocation_params.dir)
+    if option == "--adapter":
+        return _adapter_factory(config, value) if config.getoption("nomnesia_profile") else None
+    return _interface_factory(config, option, value)
 
 
 _SEED = pytest.StashKey[int]()
+_SETTINGS = pytest.StashKey[dict[str, Any]]()
 _ENGINES = pytest.StashKey[Any]()  # the session's nomnesia.suite.engines.EngineSession
 _UNINSTALL = pytest.StashKey[Callable[[], None]]()
 
@@ -267,6 +324,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if uninstall is not None:
         uninstall()
         config.stash[_ENGINES].close()
+    before = config.stash.get(_SETTINGS, None)
+    if before is not None:  # a run inside another (pytester) leaves the outer one's settings
+        from . import _run
+
+        vars(_run.settings).update(before)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -282,11 +344,10 @@ def pytest_configure_node(node: Any) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
-    store = config.getoption("nomnesia_store", None)
-    adapter = config.getoption("nomnesia_adapter", None)
-    if not (store or adapter or _collects_suite(config)):
+    chosen = _target(config)
+    if not (chosen or _collects_suite(config)):
         return None
-    target = f"--store {store}" if store else f"--adapter {adapter}" if adapter else "(subclass)"
+    target = " ".join(chosen) if chosen else "(subclass)"
     seed = config.stash[_SEED]
     return [f"nomnesia suite: {target}; seed {seed} (replay with --nomnesia-seed {seed})",
             f"nomnesia {_profile_line(config)}"]
@@ -353,13 +414,16 @@ def nomnesia_engines(request: pytest.FixtureRequest) -> Any:
 def nomnesia_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]]:
     """The factory chosen on the command line; the suite's default ``store`` fixture."""
     config = request.config
-    spec = config.getoption("nomnesia_store", None)
-    adapter = config.getoption("nomnesia_adapter", None)
-    if spec:
-        yield resolve_factory(spec, config.invocation_params.dir)
-        return
-    if not adapter:
+    chosen = _target(config)
+    if chosen is None:
         pytest.fail(_usage(), pytrace=False)
+    option, adapter = chosen
+    if option == "--store":
+        yield resolve_factory(adapter, config.invocation_params.dir)
+        return
+    if option != "--adapter":
+        yield _interface_factory(config, option, adapter)
+        return
     from nomnesia.adapters import ADAPTERS
 
     server_only: frozenset[str] = frozenset()
@@ -456,7 +520,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if _in_suite(Path(str(item.path))):
             reporting.declared(item)  # raises UsageError for anything but Guarantee members
-    if config.getoption("nomnesia_store", None) or config.getoption("nomnesia_adapter", None):
+    if _target(config) is not None:
         return
     if hasattr(config, "workerinput"):
         return  # an xdist worker cannot stop the run; the fixture fails with the usage instead

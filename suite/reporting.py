@@ -507,6 +507,8 @@ def _option(config: pytest.Config, name: str) -> Any:
         return None
 
 
+INTERFACE_INFO = pytest.StashKey["tuple[str, str]"]()
+"""The interface option and factory of a run on a library's own object, from the plugin."""
 PROFILE_INFO = pytest.StashKey["dict[str, Any]"]()
 """The run's profile (``profiles.Resolved.to_json``), put here by the plugin."""
 ADAPTER_INFO = pytest.StashKey["tuple[list[str], str | None]"]()
@@ -525,10 +527,14 @@ def run_metadata(config: pytest.Config) -> dict[str, Any]:
     engines, target = config.stash.get(ADAPTER_INFO, ([], None))
     workers = _option(config, "numprocesses")
     profile = config.stash.get(PROFILE_INFO, None)
+    label = adapter or store
+    interface = config.stash.get(INTERFACE_INFO, None)  # (option, MODULE:FACTORY)
+    if interface is not None:
+        store, label = " ".join(interface), interface[1]
     return {
         "adapter": str(adapter) if adapter else None,
         "store": str(store) if store else target,
-        "label": str(adapter or store or "unknown"),
+        "label": str(label or "unknown"),
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
         "platform": platform.platform(terse=True),

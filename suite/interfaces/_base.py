@@ -1,0 +1,87 @@
+"""What every interface mapping shares: its declared profile, one library object per user,
+opening whatever the factory made, and closing what it opened."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any
+
+from . import per_user
+
+__all__ = ["Mapped", "enter", "text_of"]
+
+
+async def enter(stack: AsyncExitStack, made: Any) -> Any:
+    """The library object a factory made: awaited if a coroutine, entered if a context manager
+    (``AsyncPostgresStore.from_conn_string`` yields one), else itself."""
+    if inspect.isawaitable(made):
+        made = await made
+    if hasattr(made, "__aenter__") and hasattr(made, "__aexit__"):
+        return await stack.enter_async_context(made)
+    if hasattr(made, "__enter__") and hasattr(made, "__exit__"):
+        return stack.enter_context(made)
+    return made
+
+
+def text_of(content: object) -> str:
+    """A message's text: a str as it is, a list of parts joined (multimodal content)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        parts = [p if isinstance(p, str) else p.get("text") if isinstance(p, dict)
+                 else getattr(p, "text", None) for p in content]
+        return "".join(p for p in parts if isinstance(p, str))
+    return str(content)
+
+
+class Mapped:
+    """Base of the mappings: a store of a declared profile over one library object (a store
+    of every user's memory), or one per user (a session, a chat history)."""
+
+    nomnesia_profile = "history"
+    """The profile the mapping reaches (SPEC.md, "Profiles"); a subclass may choose per object."""
+    one_per_user = False
+    """One library object per user id (LangChain histories, Agents SDK sessions)."""
+
+    def __init__(self, factory: Callable[..., Any]) -> None:
+        self._factory = factory
+        self._takes_id = per_user(factory)
+        self._objects: dict[str, Any] = {}
+        self._stack = AsyncExitStack()
+
+    async def _object(self, user_id: str = "") -> Any:
+        """The library object that holds ``user_id``'s memory (made on first use); the
+        factory gets the user id when it takes one."""
+        key = user_id if self.one_per_user else ""
+        found = self._objects.get(key)
+        if found is None:
+            made = self._factory(user_id) if self._takes_id else self._factory()
+            found = self._objects[key] = await enter(self._stack, made)
+            self._close_later(found)
+        return found
+
+    def _close_later(self, found: Any) -> None:
+        """Close, with the store, what the factory made and nothing else closes."""
+        if hasattr(found, "__exit__") or hasattr(found, "__aexit__"):
+            return  # entered: the stack exits it
+        aclose, close = getattr(found, "aclose", None), getattr(found, "close", None)
+        if callable(aclose):
+            self._stack.push_async_callback(aclose)
+        elif callable(close) and inspect.iscoroutinefunction(close):
+            self._stack.push_async_callback(close)
+        elif callable(close):
+            self._stack.callback(close)
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        self._objects.clear()
+        await self._stack.aclose()

@@ -1,0 +1,84 @@
+"""Google ADK's ``BaseSessionService`` as a store of the ``history`` profile.
+
+What maps to what:
+
+- app ``nomnesia``; each user has one session, id ``memory``, of that user id;
+- ``append_message(u, role, content)`` fetches the session
+  (``get_session``; ``create_session`` when there is none yet, and
+  ``get_session`` again if another request created it first), then
+  ``append_event(session, event)``: the event's ``author`` is the role, its
+  content one text part whose ``role`` is ``user`` for a user's message and
+  ``model`` otherwise (the two roles ADK content has);
+- ``get_history(u, limit)`` is ``get_session(...,
+  config=GetSessionConfig(num_recent_events=limit))``: the session's newest
+  ``limit`` events, as the service returns them; the role is read back from
+  ``author``;
+- ``forget(u)`` is ``delete_session`` of that session.
+
+What it cannot see: event ids and state deltas (the mapping writes none),
+search (``BaseMemoryService`` is a separate service) and compaction (ADK's
+event compaction runs inside the runner).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ._base import Mapped, text_of
+
+__all__ = ["APP", "SESSION", "AdkSessions", "open_store"]
+
+APP = "nomnesia"
+SESSION = "memory"
+
+
+class AdkSessions(Mapped):
+    """The suite's calls on one ADK session service: a session per user."""
+
+    async def _session(self, service: Any, user_id: str) -> Any:
+        from google.adk.errors.already_exists_error import AlreadyExistsError
+
+        session = await service.get_session(app_name=APP, user_id=user_id, session_id=SESSION)
+        if session is not None:
+            return session
+        try:
+            return await service.create_session(app_name=APP, user_id=user_id,
+                                                session_id=SESSION)
+        except AlreadyExistsError:  # another request created it between the two calls
+            return await service.get_session(app_name=APP, user_id=user_id,
+                                             session_id=SESSION)
+
+    async def append_message(self, user_id: str, role: str, content: str) -> None:
+        from google.adk.events import Event
+        from google.genai import types
+
+        service = await self._object()
+        session = await self._session(service, user_id)
+        part = types.Part(text=content)
+        event = Event(author=role, content=types.Content(
+            role="user" if role == "user" else "model", parts=[part]))
+        await service.append_event(session, event)
+
+    async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
+        from google.adk.sessions.base_session_service import GetSessionConfig
+
+        service = await self._object()
+        session = await service.get_session(app_name=APP, user_id=user_id, session_id=SESSION,
+                                            config=GetSessionConfig(num_recent_events=limit))
+        if session is None:
+            return []
+        return [{"role": e.author, "content": text_of(e.content.parts if e.content else "")}
+                for e in session.events]
+
+    async def forget(self, user_id: str) -> None:
+        service = await self._object()
+        if await service.get_session(app_name=APP, user_id=user_id, session_id=SESSION):
+            await service.delete_session(app_name=APP, user_id=user_id, session_id=SESSION)
+
+
+@asynccontextmanager
+async def open_store(factory: Callable[..., Any]) -> AsyncIterator[AdkSessions]:
+    async with AdkSessions(factory) as store:
+        yield store

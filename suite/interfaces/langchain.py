@@ -1,0 +1,86 @@
+"""LangChain's ``BaseChatMessageHistory`` as a store of the ``history`` profile.
+
+What maps to what:
+
+- one history object per user id: the factory is called with the user id when
+  it takes a session id (``RedisChatMessageHistory(session_id, ...)``), else
+  with nothing, once per user (``InMemoryChatMessageHistory``);
+- ``append_message(u, role, content)`` is ``aadd_messages([message])``, the
+  message a ``HumanMessage`` (user), ``AIMessage`` (assistant),
+  ``SystemMessage`` (system) or ``ToolMessage`` (tool; its type requires a
+  ``tool_call_id``, which is ``"nomnesia"``);
+- ``get_history(u, limit)`` is ``aget_messages()``, the whole history, of which
+  the newest ``limit`` are returned; a message's role is read back from its
+  ``type`` (``human``, ``ai``, ``system``, ``tool``);
+- ``forget(u)`` is ``aclear()``.
+
+With ``sync=True`` (``--langchain-sync``) the sync methods are called
+instead (``add_messages``, ``messages``, ``clear``), as synchronous callers do; the
+default async methods of the base class run those in a thread.
+
+What it cannot see: message ids (``BaseMessage.id`` is optional and most
+histories leave it unset), search and compaction, which the interface does not
+have: those guarantees are not applicable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ._base import Mapped, text_of
+
+__all__ = ["LangChainHistory", "open_store"]
+
+_TYPES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+def _message(role: str, content: str) -> Any:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    if role == "assistant":
+        return AIMessage(content=content)
+    if role == "system":
+        return SystemMessage(content=content)
+    if role == "tool":
+        return ToolMessage(content=content, tool_call_id="nomnesia")
+    return HumanMessage(content=content)
+
+
+class LangChainHistory(Mapped):
+    """The suite's calls on LangChain chat histories, one per user id."""
+
+    one_per_user = True
+
+    def __init__(self, factory: Callable[..., Any], *, sync: bool = False) -> None:
+        super().__init__(factory)
+        self.sync = sync
+
+    async def append_message(self, user_id: str, role: str, content: str) -> None:
+        history = await self._object(user_id)
+        message = _message(role, content)
+        if self.sync:
+            history.add_messages([message])
+        else:
+            await history.aadd_messages([message])
+
+    async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
+        history = await self._object(user_id)
+        messages = history.messages if self.sync else await history.aget_messages()
+        return [{"role": _TYPES.get(m.type, m.type), "content": text_of(m.content)}
+                for m in messages[-limit:]]
+
+    async def forget(self, user_id: str) -> None:
+        history = await self._object(user_id)
+        if self.sync:
+            history.clear()
+        else:
+            await history.aclear()
+
+
+@asynccontextmanager
+async def open_store(factory: Callable[..., Any], *, sync: bool = False
+                     ) -> AsyncIterator[LangChainHistory]:
+    async with LangChainHistory(factory, sync=sync) as store:
+        yield store

@@ -1,0 +1,51 @@
+"""llama-index's ``BaseChatStore`` as a store of the ``history`` profile.
+
+What maps to what:
+
+- one chat store for every user (``SimpleChatStore()``, ``RedisChatStore(...)``),
+  a user's chat at the key that is the user id;
+- ``append_message(u, role, content)`` is ``async_add_message(u, ChatMessage(role,
+  content))``, the role one of llama-index's ``MessageRole`` values (``user``,
+  ``assistant``, ``system`` and ``tool`` are all among them);
+- ``get_history(u, limit)`` is ``aget_messages(u)``, the whole chat, of which
+  the newest ``limit`` are returned, each with its role's value;
+- ``forget(u)`` is ``adelete_messages(u)``.
+
+What it cannot see: message ids, search (a ``VectorStoreIndex`` beside it is the
+team's own code, audited in ``nomnesia.adapters.ecosystem``), and compaction
+(``Memory``'s flush to long-term memory is a layer above the chat store).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ._base import Mapped, text_of
+
+__all__ = ["LlamaChatStore", "open_store"]
+
+
+class LlamaChatStore(Mapped):
+    """The suite's calls on one llama-index chat store, keyed by user id."""
+
+    async def append_message(self, user_id: str, role: str, content: str) -> None:
+        from llama_index.core.llms import ChatMessage, MessageRole
+
+        message = ChatMessage(role=MessageRole(role), content=content)
+        await (await self._object()).async_add_message(user_id, message)
+
+    async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
+        messages = await (await self._object()).aget_messages(user_id)
+        return [{"role": str(getattr(m.role, "value", m.role)), "content": text_of(m.content)}
+                for m in messages[-limit:]]
+
+    async def forget(self, user_id: str) -> None:
+        await (await self._object()).adelete_messages(user_id)
+
+
+@asynccontextmanager
+async def open_store(factory: Callable[..., Any]) -> AsyncIterator[LlamaChatStore]:
+    async with LlamaChatStore(factory) as store:
+        yield store

@@ -1,0 +1,65 @@
+"""The OpenAI Agents SDK's ``Session`` protocol as a store of the ``history`` profile.
+
+What maps to what:
+
+- one session per user id: the factory is called with the user id as the
+  session id (``SQLiteSession(session_id)``, ``RedisSession``...);
+- ``append_message(u, role, content)`` is ``add_items([item])``: for ``user``,
+  ``assistant`` and ``system`` the Responses API's easy input message
+  ``{"role": role, "content": content}``; for ``tool`` a
+  ``function_call_output`` item (``call_id`` ``"nomnesia"``, ``output`` the content),
+  the only item a tool's words travel in;
+- ``get_history(u, limit)`` is ``get_items(limit=limit)``, the newest ``limit``
+  items in chronological order, as the protocol defines it; the limit is passed
+  as given;
+- ``forget(u)`` is ``clear_session()``.
+
+What it cannot see: ``pop_item`` (no counterpart in SPEC.md), item ids, search
+and compaction (``OpenAIResponsesCompactionSession`` compacts on the server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from ._base import Mapped, text_of
+
+__all__ = ["AgentsSession", "open_store"]
+
+
+def _item(role: str, content: str) -> dict[str, Any]:
+    if role == "tool":
+        return {"type": "function_call_output", "call_id": "nomnesia", "output": content}
+    return {"role": role, "content": content}
+
+
+def _entry(item: Any) -> dict[str, str]:
+    if not isinstance(item, dict):
+        item = dict(item)
+    if item.get("type") == "function_call_output":
+        return {"role": "tool", "content": text_of(item.get("output"))}
+    return {"role": str(item.get("role")), "content": text_of(item.get("content"))}
+
+
+class AgentsSession(Mapped):
+    """The suite's calls on Agents SDK sessions, one per user id."""
+
+    one_per_user = True
+
+    async def append_message(self, user_id: str, role: str, content: str) -> None:
+        await (await self._object(user_id)).add_items([_item(role, content)])
+
+    async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
+        items = await (await self._object(user_id)).get_items(limit=limit)
+        return [_entry(item) for item in items]
+
+    async def forget(self, user_id: str) -> None:
+        await (await self._object(user_id)).clear_session()
+
+
+@asynccontextmanager
+async def open_store(factory: Callable[..., Any]) -> AsyncIterator[AgentsSession]:
+    async with AgentsSession(factory) as store:
+        yield store
