@@ -63,7 +63,8 @@ def test_a_store_factory_gets_one_engine_per_session(pytester: pytest.Pytester) 
         "--backends", "embedded", "--store", f"{__name__}:my_store",
         "-k", "test_append_returns or test_forget_removes or test_users_are_isolated")
     reprec.assertoutcome(passed=3)
-    assert len(SEEN) == 3 and len(set(SEEN)) == 1, SEEN  # one engine each, shared
+    # One store per test, and one opened first to read the store's profile.
+    assert len(SEEN) == 4 and len(set(SEEN)) == 1, SEEN  # one engine each, shared
     dsn, url = SEEN[0]
     assert dsn.startswith("postgresql://") and url.startswith("redis://")
     assert _answers(dsn, url) == (False, False), "the engines outlived the session"
