@@ -174,8 +174,17 @@ def tests(session: nox.Session) -> None:
     # One worker more than CPUs: many tests wait on an engine or a subprocess. On 2
     # cores, 3 workers ran the tests in 263 s, 2 in 294 s (same clone, warm venv).
     workers = str((os.cpu_count() or 1) + 1)
-    session.run("python", "-m", "pytest", "-p", "no:cacheprovider",
-                *(session.posargs or ["-n", workers, "--dist", "loadgroup"]))
+    # langchain-core's langsmith plugin costs every inner pytest ~1 s of imports, unused here.
+    session.env["PYTEST_ADDOPTS"] = "-p no:langsmith_plugin"
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", *(session.posargs or [
+        "-n", workers, "--dist", "loadgroup", "-m", "not install"]))
+
+
+@nox.session(name="user-install", default=False)
+def user_install(session: nox.Session) -> None:
+    """The README's user path: a venv from nothing, ``pip install .``, the suite (minutes)."""
+    install(session, ["dev"])
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-m", "install", "tests")
 
 
 @nox.session

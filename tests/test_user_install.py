@@ -25,7 +25,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.xdist_group("user-install")  # one venv, installed in two steps
+# One venv, installed in two steps; minutes, so `nox -s tests` leaves them to `nox -s user-install`.
+pytestmark = [pytest.mark.xdist_group("user-install"), pytest.mark.install]
 
 SEED_STYLE_STORE = '''
 """A user's store with the seed's four methods and nothing else."""
@@ -65,12 +66,22 @@ def _clean_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def user_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The checkout's files, copied: setuptools builds in the source tree's ``build/``, which
+    another test's wheel build may be using at the same moment."""
+    target = tmp_path_factory.mktemp("source") / "nomnesia"
+    shutil.copytree(ROOT, target, ignore=shutil.ignore_patterns(
+        ".git", ".nox", ".venv", "build", "*.egg-info", "__pycache__", ".pytest_cache"))
+    return target
+
+
+@pytest.fixture(scope="module")
+def user_venv(tmp_path_factory: pytest.TempPathFactory, source: Path) -> Path:
     """A venv from nothing, with ``pip install .`` of the checkout (no extras)."""
     home = tmp_path_factory.mktemp("user")
     venv.EnvBuilder(with_pip=True).create(home / "venv")
     python = home / "venv" / "bin" / "python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", str(ROOT)], check=True,
+    subprocess.run([str(python), "-m", "pip", "install", "-q", str(source)], check=True,
                    cwd=home, env=_clean_env())
     return python
 
@@ -103,10 +114,11 @@ def test_plain_install_runs_the_suite_on_a_seed_style_store(user_venv: Path,
     assert "not applicable" in result.stdout
 
 
-def test_all_extra_runs_the_suite_on_redis(user_venv: Path, tmp_path: Path) -> None:
+def test_all_extra_runs_the_suite_on_redis(user_venv: Path, source: Path,
+                                           tmp_path: Path) -> None:
     """``.[all]`` into the same venv; uv where it is (its cache is the one nox filled), else pip."""
     uv = shutil.which("uv")
-    target = f"{ROOT}[all]"
+    target = f"{source}[all]"
     command = ([uv, "pip", "install", "-q", "--python", str(user_venv), target] if uv else
                [str(user_venv), "-m", "pip", "install", "-q", target])
     subprocess.run(command, check=True, cwd=tmp_path, env=_clean_env())
