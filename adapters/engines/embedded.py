@@ -682,7 +682,10 @@ class EmbeddedProvider(Provider):
         """
         for _ in range(PORT_ATTEMPTS):
             port = free_port()
-            running, ready = start(port)
+            try:
+                running, ready = start(port)
+            except _PortTaken:  # found before launching anything
+                continue
             try:
                 self._wait(running, ready)
             except _PortTaken:
@@ -796,6 +799,8 @@ class EmbeddedProvider(Provider):
             try:
                 config.resolve()  # checks the ports bind, writes configs/milvus.yaml
             except RuntimeError as exc:
+                if "bind failed" in str(exc):  # one of its ports was taken since free_port()
+                    raise _PortTaken(str(exc)) from exc
                 raise BackendUnavailable("milvus-server", f"bad configuration: {exc}") from exc
             etcd_client, etcd_peer, health = free_port(), free_port(), free_port()
             etcd_config = home / "configs" / "etcd.yaml"
