@@ -177,14 +177,17 @@ def tests(session: nox.Session) -> None:
     # langchain-core's langsmith plugin costs every inner pytest ~1 s of imports, unused here.
     session.env["PYTEST_ADDOPTS"] = "-p no:langsmith_plugin"
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", *(session.posargs or [
-        "-n", workers, "--dist", "loadgroup", "-m", "not install"]))
+        "-n", workers, "--dist", "loadgroup", "-m", "not slow and not install"]))
 
 
-@nox.session(name="user-install", default=False)
-def user_install(session: nox.Session) -> None:
-    """The README's user path: a venv from nothing, ``pip install .``, the suite (minutes)."""
+@nox.session(default=False)
+def slow(session: nox.Session) -> None:
+    """The tests that take minutes: the README's user path in a venv made from nothing
+    (``install``), 100,000 users (``slow``). ``.ci/run`` runs it after ``tests``."""
     install(session, ["dev"])
-    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-m", "install", "tests")
+    session.env["PYTEST_ADDOPTS"] = "-p no:langsmith_plugin"
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist",
+                "loadgroup", "-m", "slow or install", "tests", *session.posargs)
 
 
 @nox.session

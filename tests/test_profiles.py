@@ -144,7 +144,7 @@ def test_the_fragile_store_read_as_a_seed_store_is_still_caught(
     reprec = pytester.inline_run(*SUITE, "--store",
                                  "nomnesia.adapters.fragile:FragileMemoryStore",
                                  "--nomnesia-profile", "seed", "-k",
-                                 "concurrent_compactions or cancel_at_every_step")
+                                 "concurrent_compactions or cancel_at_every_step_then_recover")
     failures = _failures(reprec)
     assert any("test_concurrent_compactions" in n for n in failures), failures.keys()
     assert all(GUARANTEE_FIRST.match(t) for t in failures.values())

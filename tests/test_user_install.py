@@ -25,7 +25,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# One venv, installed in two steps; minutes, so `nox -s tests` leaves them to `nox -s user-install`.
+# One venv, installed in two steps; minutes, so `nox -s tests` leaves them to `nox -s slow`.
 pytestmark = [pytest.mark.xdist_group("user-install"), pytest.mark.install]
 
 SEED_STYLE_STORE = '''
