@@ -9,7 +9,10 @@ module here maps it to the profile it can reach (SPEC.md, "Profiles")::
 
 Each mapping says in its docstring what it maps to what and what it cannot
 see, and adds nothing the interface lacks: no lock, id, retry or ordering of
-its own, since those would hide the library's own behaviour. Where a library
+its own, since those would hide the library's own behaviour. It checks only
+SPEC's own vocabulary, which the libraries do not have (a role outside SPEC's
+four, a malformed message id: ``ValueError`` before any write); user ids,
+contents, limits and ``k`` reach the library as given, to be judged. Where a library
 is not installed, the option names the package to install (in the manner of
 fsspec's registry of backends).
 """

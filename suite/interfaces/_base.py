@@ -11,7 +11,7 @@ from typing import Any
 
 from . import per_user
 
-__all__ = ["Mapped", "enter", "text_of"]
+__all__ = ["Mapped", "contract_role", "enter", "text_of"]
 
 
 async def enter(stack: AsyncExitStack, made: Any) -> Any:
@@ -24,6 +24,15 @@ async def enter(stack: AsyncExitStack, made: Any) -> Any:
     if hasattr(made, "__enter__") and hasattr(made, "__exit__"):
         return stack.enter_context(made)
     return made
+
+
+def contract_role(role: object) -> str:
+    """SPEC's role, checked: the libraries have roles of their own (or none), so a role
+    outside SPEC's four could only be mapped by guessing. ``ValueError`` before any write;
+    user ids, contents, limits and ``k`` go to the library as given, to be judged."""
+    from ..validation import validate_role
+
+    return validate_role(role)
 
 
 def text_of(content: object) -> str:

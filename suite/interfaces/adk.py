@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ._base import Mapped, text_of
+from ._base import Mapped, contract_role, text_of
 
 __all__ = ["APP", "SESSION", "AdkSessions", "open_store"]
 
@@ -54,6 +54,7 @@ class AdkSessions(Mapped):
         from google.adk.events import Event
         from google.genai import types
 
+        role = contract_role(role)
         service = await self._object()
         session = await self._session(service, user_id)
         part = types.Part(text=content)

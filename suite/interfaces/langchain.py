@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ._base import Mapped, text_of
+from ._base import Mapped, contract_role, text_of
 
 __all__ = ["LangChainHistory", "open_store"]
 
@@ -58,8 +58,8 @@ class LangChainHistory(Mapped):
         self.sync = sync
 
     async def append_message(self, user_id: str, role: str, content: str) -> None:
+        message = _message(contract_role(role), content)
         history = await self._object(user_id)
-        message = _message(role, content)
         if self.sync:
             history.add_messages([message])
         else:

@@ -8,7 +8,8 @@ What maps to what:
 - ``append_message(u, role, content, message_id=None)`` is ``aput(namespace,
   key, {"role": role, "content": content})``: the key is the caller's
   ``message_id``, else a new UUID (``BaseStore`` takes its key from the caller);
-  ``aput`` is an upsert, so a retry with the same key overwrites;
+  ``aput`` is an upsert, so a retry with the same key overwrites (and
+  ``InMemoryStore`` gives the item a new ``created_at``, moving it to the end);
 - ``get_history(u, limit)`` reads every item of the namespace (``asearch``
   pages of 100, by offset), orders them by ``created_at``, the only order a
   ``BaseStore`` keeps (ties stay in the order the store returned them), and
@@ -30,7 +31,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ._base import Mapped
+from ..validation import validate_message_id
+from ._base import Mapped, contract_role
 
 __all__ = ["PAGE", "LangGraphStore", "open_store"]
 
@@ -57,6 +59,8 @@ class LangGraphStore(Mapped):
 
     async def append_message(self, user_id: str, role: str, content: str, *,
                              message_id: str | None = None) -> None:
+        role = contract_role(role)
+        message_id = validate_message_id(message_id)
         key = message_id if message_id is not None else uuid.uuid4().hex
         await (await self._object()).aput(_namespace(user_id), key,
                                           {"role": role, "content": content})

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ._base import Mapped, text_of
+from ._base import Mapped, contract_role, text_of
 
 __all__ = ["LlamaChatStore", "open_store"]
 
@@ -33,7 +33,7 @@ class LlamaChatStore(Mapped):
     async def append_message(self, user_id: str, role: str, content: str) -> None:
         from llama_index.core.llms import ChatMessage, MessageRole
 
-        message = ChatMessage(role=MessageRole(role), content=content)
+        message = ChatMessage(role=MessageRole(contract_role(role)), content=content)
         await (await self._object()).async_add_message(user_id, message)
 
     async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:

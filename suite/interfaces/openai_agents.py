@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ._base import Mapped, text_of
+from ._base import Mapped, contract_role, text_of
 
 __all__ = ["AgentsSession", "open_store"]
 
@@ -49,7 +49,8 @@ class AgentsSession(Mapped):
     one_per_user = True
 
     async def append_message(self, user_id: str, role: str, content: str) -> None:
-        await (await self._object(user_id)).add_items([_item(role, content)])
+        item = _item(contract_role(role), content)
+        await (await self._object(user_id)).add_items([item])
 
     async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
         items = await (await self._object(user_id)).get_items(limit=limit)
