@@ -249,7 +249,9 @@ async def test_store_memory_is_flat_across_100k_users() -> None:
     Before issue 14 every user left a guard (an asyncio lock and a seqlock) behind:
     about 300,000 more live Python blocks at 100k users than at 1k.
     """
-    rows = await _bench_users().measure([1_000, 10_000, 100_000])
+    # From 2,000 users on: the embedder's cache of 1,024 texts is full by then, so its
+    # filling (about 1,500 blocks) is no growth per user, whatever ran in this process before.
+    rows = await _bench_users().measure([2_000, 10_000, 100_000])
     for row in rows:
         print(f"{row.users:>7} users: {row.blocks} Python blocks, RSS {row.rss / 2**20:.1f} MiB, "
               f"{row.per_user_entries} per-user entries")
