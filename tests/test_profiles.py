@@ -214,7 +214,9 @@ def test_each_interface_runs_the_whole_suite_with_no_adapter_code(
         by_option(option).check_installed()
     except MissingLibrary as exc:
         pytest.skip(str(exc))
-    result = pytester.runpytest(*SUITE, option, factory)
+    # In a process of its own: these libraries import thousands of modules, which would
+    # stay in this worker and slow every later in-process pytester run.
+    result = pytester.runpytest_subprocess(*SUITE, option, factory)
     result.stdout.fnmatch_lines([f"nomnesia profile {profile} (declared)*", "*collected*"])
     text = "\n".join(result.stdout.lines)
     outcome = result.stdout.lines[-1]
