@@ -175,6 +175,7 @@ async def test_the_user_lock_is_exclusive_bounded_and_dies_with_its_session(
         await pool.close()
 
 
+@pytest.mark.slow  # the whole suite, twice more: nox -s slow (and .ci/run) runs it
 class TestSharedPgvectorKeepsTheContract(MemoryStoreSuite):
     """The identical conformance suite on the pgvector stack opened with ``shared=True``.
 
@@ -188,6 +189,7 @@ class TestSharedPgvectorKeepsTheContract(MemoryStoreSuite):
         return partial(open_store, "pgvector", provider=engines, shared=True)
 
 
+@pytest.mark.slow
 class TestSharedValkeyKeepsTheContract(MemoryStoreSuite):
     """The same on the valkey stack (the write marker on Valkey's Lua)."""
 
