@@ -203,6 +203,7 @@ README_INTERFACES = [
 ]
 
 
+@pytest.mark.slow  # five libraries, each imported in a fresh process: nox -s slow runs them
 @pytest.mark.parametrize(("option", "factory", "profile"), README_INTERFACES,
                          ids=[o.lstrip("-") for o, _, _ in README_INTERFACES])
 def test_each_interface_runs_the_whole_suite_with_no_adapter_code(
