@@ -167,27 +167,30 @@ def faults(session: nox.Session, adapter: str) -> None:
                 *(session.posargs or ["--faults", "200"]))
 
 
+def _pytest(session: nox.Session, *args: str) -> None:
+    """pytest on tests/ in the dev venv; langsmith's plugin (langchain-core brings it) costs
+    every inner pytest a second of imports, unused here."""
+    install(session, ["dev"])  # dev has actionlint, shellcheck and pyyaml for the workflow
+    session.env["PYTEST_ADDOPTS"] = "-p no:langsmith_plugin"
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", *args)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The project's own tests (tests/), on nox's Python: ``nox -s tests -- -k something``."""
-    install(session, ["dev"])  # dev has actionlint, shellcheck and pyyaml for the workflow
-    # One worker more than CPUs: many tests wait on an engine or a subprocess. On 2
-    # cores, 3 workers ran the tests in 263 s, 2 in 294 s (same clone, warm venv).
+    """The project's own tests (tests/), on nox's Python: ``nox -s tests -- -k something``.
+
+    One worker more than CPUs: many tests wait on an engine or a subprocess."""
     workers = str((os.cpu_count() or 1) + 1)
-    # langchain-core's langsmith plugin costs every inner pytest ~1 s of imports, unused here.
-    session.env["PYTEST_ADDOPTS"] = "-p no:langsmith_plugin"
-    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", *(session.posargs or [
-        "-n", workers, "--dist", "loadgroup", "-m", "not slow and not install"]))
+    _pytest(session, *(session.posargs or ["-n", workers, "--dist", "loadgroup", "-m",
+                                           "not slow and not install"]))
 
 
 @nox.session(default=False)
 def slow(session: nox.Session) -> None:
-    """The tests that take minutes: the README's user path in a venv made from nothing
-    (``install``), 100,000 users (``slow``). ``.ci/run`` runs it after ``tests``."""
-    install(session, ["dev"])
-    session.env["PYTEST_ADDOPTS"] = "-p no:langsmith_plugin"
-    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--dist",
-                "loadgroup", "-m", "slow or install", "tests", *session.posargs)
+    """The tests that take minutes (marked ``slow`` or ``install``: the README's user path in
+    a venv made from nothing among them); ``.ci/run`` runs it after ``tests``."""
+    _pytest(session, "-n", "2", "--dist", "loadgroup", "-m", "slow or install", "tests",
+            *session.posargs)
 
 
 @nox.session
@@ -199,46 +202,18 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy: strict on nomnesia.suite and nomnesia.adapters (pyproject), then noxfile.py and ci/.
-
-    Linked as ``nomnesia/*``, their installed names: as ``suite.*`` mypy would miss them."""
+    """mypy, strict on nomnesia.suite and nomnesia.adapters, then noxfile.py and ci/."""
     install(session, ["dev"])
-    shadow = Path(session.create_tmp()) / "mypy-src"
-    (shadow / "nomnesia").mkdir(parents=True, exist_ok=True)
-    for package in ("suite", "adapters"):
-        if not (shadow / "nomnesia" / package).is_symlink():
-            (shadow / "nomnesia" / package).symlink_to(ROOT / package)
-    failed = False
-    for args in (["-p", "nomnesia.suite", "-p", "nomnesia.adapters"], ["noxfile.py", "ci"]):
-        output = session.run("mypy", *args, *session.posargs, env={"MYPYPATH": str(shadow)},
-                             silent=True, success_codes=(0, 1))
-        text = str(output or "").replace(f"{shadow}/nomnesia/", "")  # this tree's paths
-        print(text, end="", flush=True)
-        failed = failed or "Success:" not in text
-    if failed:
-        session.error("mypy found errors")
+    session.run("python", "ci/typecheck.py", *session.posargs)
 
 
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
-    """The benchmark report on embedded engines: ``nox -s bench -- --out DIR [--no-extra]``.
-
-    bench/report.py (options pass through), then unless ``--no-extra`` the engine
-    start-up and index benchmarks, each as DIR/<script>.txt.
-    """
-    args = [a for a in session.posargs if a != "--no-extra"]
-    args += [] if "--out" in args else ["--out", str(RESULTS / "bench")]
+    """The benchmark report on embedded engines: ``nox -s bench -- --out DIR [--no-extra]``
+    (bench/report.py; unless ``--no-extra`` also the engine and index benchmarks)."""
     install(session, ["dev"])
-    session.run("python", str(ROOT / "bench" / "report.py"), *args)  # it checks the options
-    out = Path(args[args.index("--out") + 1])  # relative to ROOT, where nox runs sessions
-    for name in () if "--no-extra" in session.posargs else ("bench_engines", "bench_indexes"):
-        try:  # side reports: one failing spoils not the rest
-            text = session.run("python", str(ROOT / "bench" / f"{name}.py"), silent=True)
-        except nox.command.CommandFailed as exc:
-            session.warn(f"{name}.py failed ({exc.reason}); its output is above")
-            text = f"{name}.py failed: {exc.reason}\n"
-        print(text, end="", flush=True)
-        (out / f"{name}.txt").write_text(str(text), encoding="utf-8")
+    out = [] if "--out" in session.posargs else ["--out", str(RESULTS / "bench")]
+    session.run("python", str(ROOT / "bench" / "report.py"), *session.posargs, *out)
 
 
 # --- ecosystem audits: the suite on memory stores we did not write (docs/ecosystem.md). A

@@ -333,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     suite.add_argument("--junit", type=Path, help="read suite timings from junit XML here")
     parser.add_argument("--suite-timeout", type=float, default=1800.0)
     parser.add_argument("--no-load", action="store_true", help="skip the load benchmark")
+    parser.add_argument("--no-extra", action="store_true",
+                        help="skip the engine start-up and index benchmarks (OUT/<name>.txt)")
     parser.add_argument("--load-stacks", default="",
                         help="comma-separated; default: fragile (the seed's store) and --stacks")
     import bench_load  # here: it imports this module's helpers
@@ -371,7 +373,21 @@ def main(argv: list[str] | None = None) -> int:
     made = plots(report, out)
     print(f"wrote {out / 'report.json'}, {out / 'report.md'}, "
           + ", ".join(p.name for p in made))
+    if not args.no_extra:
+        side_reports(out)
     return 0
+
+
+def side_reports(out: Path) -> None:
+    """The engine start-up and index benchmarks, each printed and kept as OUT/<name>.txt;
+    one that fails spoils not the rest (its failure is the file's text)."""
+    for name in ("bench_engines", "bench_indexes"):
+        done = subprocess.run([sys.executable, str(Path(__file__).with_name(f"{name}.py"))],
+                              capture_output=True, text=True, check=False)
+        text = done.stdout if done.returncode == 0 else (
+            f"{name}.py failed (exit {done.returncode}):\n{done.stdout}{done.stderr}")
+        print(text, end="", flush=True)
+        (out / f"{name}.txt").write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":
