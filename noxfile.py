@@ -66,18 +66,11 @@ RUN_DIR = RESULTS / os.environ.get(RUN_ENV, "leaves")  # a leaf run alone writes
 
 
 def install(session: nox.Session, extras: Sequence[str], *more: str) -> None:
-    """``pip install -e .[extras] more...`` unless the venv has exactly that: uv rebuilds
-    an editable project on every install (3 s a leaf), though its code is linked; only
-    pyproject.toml and the arguments change what a rebuild installs.
-
-    Every session installs, so this is also where its Pythons get a bytecode cache:
-    under ``PYTHONDONTWRITEBYTECODE`` (set on many CI images) each process compiled
-    its imports again, 3 s for pymilvus, qdrant-client and hypothesis, and ``tests``
-    starts about 90 (pytester, the CLI, xdist): 586 s of CPU with it, 476 s without.
-    The cache lives in the venv, never in the checkout, which the variable protects;
-    its path is absolute (env_dir may be relative), or every process run in another
-    directory would write one there.
-    """
+    """``pip install -e .[extras] more...`` unless the venv has exactly that (uv rebuilds an
+    editable project on every install, 3 s a leaf; only pyproject.toml and the arguments
+    change what it installs). Also gives the session's Pythons a bytecode cache in the venv
+    (absolute path), even under ``PYTHONDONTWRITEBYTECODE``: ``tests`` starts about 90
+    Pythons, 586 s of CPU without the cache, 476 s with it."""
     session.env["PYTHONPYCACHEPREFIX"] = str(Path(session.env_dir, "pycache").resolve())
     session.env["PYTHONDONTWRITEBYTECODE"] = None  # None: nox removes it from the env
     target = f".[{','.join(extras)}]" if extras else "."
@@ -182,7 +175,7 @@ def tests(session: nox.Session) -> None:
     One worker more than CPUs: many tests wait on an engine or a subprocess."""
     workers = str((os.cpu_count() or 1) + 1)
     _pytest(session, *(session.posargs or ["-n", workers, "--dist", "loadgroup", "-m",
-                                           "not slow and not install"]))
+                                           "not slow and not install and not docker"]))
 
 
 @nox.session(default=False)
@@ -191,6 +184,12 @@ def slow(session: nox.Session) -> None:
     a venv made from nothing among them); ``.ci/run`` runs it after ``tests``."""
     _pytest(session, "-n", "2", "--dist", "loadgroup", "-m", "slow or install", "tests",
             *session.posargs)
+
+
+@nox.session(default=False)
+def docker(session: nox.Session) -> None:
+    """The docker provider on a real Docker engine (one that answers, else a private one)."""
+    _pytest(session, "-m", "docker", "tests", *session.posargs)
 
 
 @nox.session

@@ -232,56 +232,7 @@ def test_docker_ping_is_quick_and_false_here() -> None:
     assert time.monotonic() - started < 3
 
 
-# -- live Docker (runs where a Docker engine answers) --------------------------
-
-needs_docker = pytest.mark.skipif(not docker_available(), reason="no Docker engine answers")
-
-
-@pytest.fixture(scope="module")
-def docker_engines() -> Iterator[Provider]:
-    with DockerProvider() as provider:
-        yield provider
-
-
-@pytest.mark.docker
-@needs_docker
-def test_docker_postgres_has_pgvector(docker_engines: Provider) -> None:
-    with psycopg.connect(docker_engines.url("postgres"), autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        assert conn.execute("SELECT '[1,2]'::vector <-> '[1,2]'::vector").fetchone() == (0.0,)
-
-
-@pytest.mark.docker
-@needs_docker
-@pytest.mark.parametrize("engine", ["redis", "valkey", "redis-search"])
-def test_docker_resp_engines_answer(docker_engines: Provider, engine: str) -> None:
-    client = redis.Redis.from_url(docker_engines.url(engine))
-    try:
-        assert client.ping()
-    finally:
-        client.close()
-
-
-@pytest.mark.docker
-@needs_docker
-def test_docker_qdrant_answers(docker_engines: Provider) -> None:
-    qdrant_client = pytest.importorskip("qdrant_client")
-    client = qdrant_client.QdrantClient(url=docker_engines.url("qdrant"))
-    try:
-        assert client.get_collections() is not None
-    finally:
-        client.close()
-
-
-@pytest.mark.docker
-@needs_docker
-def test_docker_milvus_answers(docker_engines: Provider) -> None:
-    pymilvus = pytest.importorskip("pymilvus")
-    client = pymilvus.MilvusClient(uri=docker_engines.url("milvus"))
-    try:
-        assert isinstance(client.list_collections(), list)
-    finally:
-        client.close()
+# Live Docker: tests/test_docker.py (nox -s docker).
 
 
 def test_docker_provider_keeps_qdrant_edge_shards_in_a_private_directory() -> None:

@@ -175,6 +175,16 @@ class Watchdog:
     def watch_shm(self, shmid: int) -> None:
         self._send(f"shm {shmid}")
 
+    def watch_container(self, socket_path: str, container: str) -> None:
+        """A container to remove through the Docker engine at the unix ``socket_path``."""
+        self._send(f"container {socket_path} {container}")
+
+    def watch_daemon(self, path: str | os.PathLike[str], bridge: str | None = None) -> None:
+        """A private Docker engine living under ``path`` (and the link it made, if any)."""
+        self._send(f"daemon {os.fspath(path)}")
+        if bridge is not None:
+            self._send(f"bridge {bridge}")
+
     def forget_group(self, pgid: int) -> None:
         self._send(f"forget {pgid}")
 

@@ -3,9 +3,16 @@
 Container specs are plain data (``SPECS``) so they can be checked without a
 Docker engine; ``DockerProvider`` turns a spec into a running container with a
 readiness wait. Names carry the xdist worker and pid, so parallel workers and
-parallel runs never collide. Ryuk (testcontainers' reaper) stays enabled: it is
-what removes the containers when a run is SIGKILLed; each worker process gets
-its own reaper session, and ``close()`` stops our containers itself anyway.
+parallel runs never collide.
+
+Images are settings. By default (``NOMNESIA_DOCKER_IMAGES=auto``) an engine
+runs from its official image (``SPECS``, or ``NOMNESIA_DOCKER_IMAGE_<ENGINE>``)
+when the Docker engine has it or can pull it, else from an image built here from
+the installed wheels (``images.py``, started as ``LOCAL_SPECS`` say);
+``official`` or ``local`` force one. Ryuk (testcontainers' reaper) removes the
+containers of a SIGKILLed run where its image can be had; where it cannot (no
+registry), it is turned off and the provider's own watchdog removes them. The
+watchdog watches every container either way, and ``close()`` stops them all.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import os
 import shutil
 import tempfile
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +32,8 @@ from nomnesia.suite.errors import BackendUnavailable
 from ._base import Provider
 from .embedded import REDIS_MEMORY_FLAGS
 
-__all__ = ["SPECS", "ContainerSpec", "DockerProvider", "build_container", "container_name",
-           "docker_available"]
+__all__ = ["LOCAL_SPECS", "SPECS", "ContainerSpec", "DockerProvider", "build_container",
+           "choose_image", "container_name", "docker_available"]
 
 DOCKER_HINT = "pip install 'nomnesia[docker]'"
 READY_TIMEOUT = 180
@@ -101,6 +108,74 @@ engine covers PostgreSQL 18. Its flags are the embedded ones (see
 no Milvus Lite, and a stack that asks for both gets two containers, never a shared one."""
 
 
+LOCAL_SPECS: dict[str, ContainerSpec] = {
+    spec.engine: spec
+    for spec in (
+        ContainerSpec("postgres", "nomnesia-local/postgres:18-pgvector", 5432, "postgresql",
+                      log_ready=r"database system is ready to accept connections",
+                      command="-c fsync=off -c synchronous_commit=on -c full_page_writes=on",
+                      path="/postgres", userinfo="postgres"),
+        *(ContainerSpec(engine, f"nomnesia-local/{engine}:{version}", 6379, "redis",
+                        log_ready=r"Ready to accept connections", path="/0",
+                        command=f"--save '' --appendonly no --protected-mode no {_MEMORY}{extra}")
+          for engine, version, extra in (
+              ("redis", "8.2", ""), ("valkey", "9.1", ""),
+              ("redis-search", "8.2", " --loadmodule /opt/modules/redisearch.so "
+                                      "--loadmodule /opt/modules/rejson.so"))),
+    )
+}
+"""The engines an image can be built for here (``images.LOCAL_IMAGES``), started alike:
+the same durability and memory flags as the official images get above."""
+
+
+def choose_image(engine: str, client: Any, *, build_dir: Path | None = None) -> ContainerSpec:
+    """The spec to start ``engine`` with, by ``NOMNESIA_DOCKER_IMAGES`` (see the module)."""
+    import docker.errors
+
+    mode = os.environ.get("NOMNESIA_DOCKER_IMAGES", "auto").strip() or "auto"
+    if mode not in ("auto", "official", "local"):
+        raise BackendUnavailable(engine, f"NOMNESIA_DOCKER_IMAGES must be auto, official or "
+                                 f"local, not {mode!r}")
+    official = SPECS[engine]
+    image = os.environ.get(f"NOMNESIA_DOCKER_IMAGE_{engine.upper().replace('-', '_')}")
+    if image:
+        official = replace(official, image=image)
+    if mode != "local":
+        try:
+            client.images.get(official.image)
+            return official
+        except docker.errors.ImageNotFound:
+            pass
+        try:
+            client.images.pull(official.image)
+            return official
+        except docker.errors.APIError as exc:
+            if mode == "official" or engine not in LOCAL_SPECS:
+                raise BackendUnavailable(engine, f"image {official.image} is not on the Docker "
+                                         f"engine and cannot be pulled ({exc})") from exc
+    from .images import ensure_image
+
+    ensure_image(client, engine, build_dir=build_dir)
+    return LOCAL_SPECS[engine]
+
+
+def _ryuk_available(client: Any) -> bool:
+    """Whether testcontainers' reaper can run: its image is there or can be pulled."""
+    import docker.errors
+    from testcontainers.core.config import testcontainers_config
+
+    try:
+        client.images.get(testcontainers_config.ryuk_image)
+        return True
+    except docker.errors.ImageNotFound:
+        pass
+    try:
+        client.images.pull(testcontainers_config.ryuk_image)
+        return True
+    except docker.errors.APIError:
+        return False
+
+
 def container_name(engine: str, *, worker: str | None = None, pid: int | None = None) -> str:
     """``nomnesia-<worker>-<pid>-<engine>``: unique per xdist worker and per run."""
     worker = worker or os.environ.get("PYTEST_XDIST_WORKER", "main")
@@ -108,13 +183,20 @@ def container_name(engine: str, *, worker: str | None = None, pid: int | None = 
     return f"nomnesia-{worker}-{pid}-{engine}"
 
 
-_docker_answer: dict[float, bool] = {}
+def _unix_socket() -> str | None:
+    """The Docker engine's unix socket, for the watchdog (None: it is reached otherwise)."""
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    return host.removeprefix("unix://") if host.startswith("unix://") else None
+
+
+_docker_answer: dict[tuple[float, str | None], bool] = {}
 
 
 def docker_available(timeout: float = 1.0) -> bool:
-    """Whether a Docker engine answers a ping within ``timeout`` (cached for the process)."""
-    if timeout in _docker_answer:
-        return _docker_answer[timeout]
+    """Whether a Docker engine answers a ping within ``timeout`` (cached per ``DOCKER_HOST``)."""
+    key = (timeout, os.environ.get("DOCKER_HOST"))
+    if key in _docker_answer:
+        return _docker_answer[key]
     try:
         import docker
     except ImportError:
@@ -127,7 +209,7 @@ def docker_available(timeout: float = 1.0) -> bool:
             client.close()
     except Exception:
         answer = False
-    _docker_answer[timeout] = answer
+    _docker_answer[key] = answer
     return answer
 
 
@@ -180,14 +262,11 @@ class DockerProvider(Provider):
         """The private directory for in-process engines (Qdrant Edge), once one needed it."""
         return self._dir
 
-    def _edge_dir(self) -> str:
-        """Qdrant Edge runs in the caller's process: its shards go in a private
-        directory that a watchdog removes if this process dies without close()."""
+    def _private_dir(self) -> Path:
+        """This provider's directory (Qdrant Edge's shards, image builds), made on first use,
+        with the watchdog that removes it, and our containers, if this process dies."""
         from ._proc import Watchdog, run_owners
 
-        if importlib.util.find_spec("qdrant_edge") is None:
-            raise BackendUnavailable("qdrant-edge", "the Qdrant Edge engine is not installed",
-                                     install_hint="pip install qdrant-edge-py")
         with self._containers_lock:
             if self._dir is None:
                 watchdog = Watchdog(run_owners())  # first: nothing may exist that no one removes
@@ -199,14 +278,20 @@ class DockerProvider(Provider):
                     watchdog.close(cleanup=True)
                     raise
                 self._watchdog, self._dir = watchdog, path
-            edge = self._dir / "qdrant-edge"
-            edge.mkdir(exist_ok=True)
-            return str(edge)
+            return self._dir
+
+    def _edge_dir(self) -> str:
+        """Qdrant Edge runs in the caller's process: its shards go in the private directory."""
+        if importlib.util.find_spec("qdrant_edge") is None:
+            raise BackendUnavailable("qdrant-edge", "the Qdrant Edge engine is not installed",
+                                     install_hint="pip install qdrant-edge-py")
+        edge = self._private_dir() / "qdrant-edge"
+        edge.mkdir(exist_ok=True)
+        return str(edge)
 
     def _start(self, engine: str) -> str:
         if engine == "qdrant-edge":
             return self._edge_dir()
-        spec = SPECS[engine]
         if not docker_available():
             try:
                 import testcontainers  # noqa: F401
@@ -216,6 +301,17 @@ class DockerProvider(Provider):
             raise BackendUnavailable(
                 engine, "the docker provider found no Docker engine that answers (is the daemon "
                 "running? DOCKER_HOST set?); use NOMNESIA_BACKENDS=embedded or external instead")
+        import docker
+
+        client = docker.from_env()
+        try:
+            spec = choose_image(engine, client, build_dir=self._private_dir())
+            if not _ryuk_available(client):
+                from testcontainers.core.config import testcontainers_config
+
+                testcontainers_config.ryuk_disabled = True  # the watchdog removes them instead
+        finally:
+            client.close()
         container = build_container(spec, container_name(engine))
         try:
             container.start()
@@ -224,7 +320,14 @@ class DockerProvider(Provider):
                                      f"container {spec.image} did not start: {exc}") from exc
         with self._containers_lock:
             self._containers.append(container)
-        host = container.get_container_host_ip()
+        socket_path = _unix_socket()
+        wrapped = getattr(container, "get_wrapped_container", lambda: None)()
+        if socket_path and wrapped is not None and self._watchdog is not None:
+            self._watchdog.watch_container(socket_path, wrapped.id)
+        # A local engine's ports are published on 127.0.0.1 (the private daemon publishes on
+        # nothing else); testcontainers would guess a bridge gateway when it thinks it is
+        # itself in a container.
+        host = "127.0.0.1" if socket_path else container.get_container_host_ip()
         return spec.url(host, int(container.get_exposed_port(spec.port)))
 
     def _stop(self) -> None:
