@@ -10,6 +10,7 @@ smaller profile, are the negative controls.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -245,3 +246,36 @@ def test_every_guarantee_a_profile_judges_is_a_guarantee() -> None:
         assert all(isinstance(g, Guarantee) for g in profile.judged)
         assert profile.required <= set(("append", "message_id", "read", "search", "compact",
                                         "forget", "consistent", "recover", "entries"))
+
+
+def test_concurrent_first_calls_of_one_user_share_one_library_object() -> None:
+    """A factory that awaits (opens a connection) before its object is ready is made once
+    per user, however many calls arrive first: each extra object would lose its writes."""
+    from nomnesia.suite.interfaces.openai_agents import AgentsSession
+
+    made: list[str] = []
+
+    class Session:
+        def __init__(self) -> None:
+            self.items: list[Any] = []
+
+        async def add_items(self, items: list[Any]) -> None:
+            self.items.extend(items)
+
+        async def get_items(self, limit: int | None = None) -> list[Any]:
+            return self.items[-limit:] if limit else list(self.items)
+
+    async def factory(session_id: str) -> Session:
+        made.append(session_id)
+        await asyncio.sleep(0.01)  # a connection being opened
+        return Session()
+
+    async def run() -> list[dict[str, str]]:
+        async with AgentsSession(factory) as store:
+            await asyncio.gather(*(store.append_message("ann", "user", f"m{i}")
+                                   for i in range(5)))
+            return await store.get_history("ann", 10)
+
+    history = asyncio.run(run())
+    assert made == ["ann"], made
+    assert [e["content"] for e in history] == [f"m{i}" for i in range(5)]

@@ -3,6 +3,7 @@ opening whatever the factory made, and closing what it opened."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -59,17 +60,28 @@ class Mapped:
         self._factory = factory
         self._takes_id = per_user(factory)
         self._objects: dict[str, Any] = {}
+        self._making: dict[str, asyncio.Lock] = {}
         self._stack = AsyncExitStack()
 
     async def _object(self, user_id: str = "") -> Any:
         """The library object that holds ``user_id``'s memory (made on first use); the
-        factory gets the user id when it takes one."""
+        factory gets the user id when it takes one.
+
+        Concurrent first calls for one user wait for one object: a factory that awaits
+        (opens a connection) would otherwise be run once per call, and every object but
+        the last kept would take its writes with it. This orders the *making* of the
+        library's objects only, never a call on them.
+        """
         key = user_id if self.one_per_user else ""
         found = self._objects.get(key)
-        if found is None:
-            made = self._factory(user_id) if self._takes_id else self._factory()
-            found = self._objects[key] = await enter(self._stack, made)
-            self._close_later(found)
+        if found is not None:
+            return found
+        async with self._making.setdefault(key, asyncio.Lock()):
+            found = self._objects.get(key)
+            if found is None:
+                made = self._factory(user_id) if self._takes_id else self._factory()
+                found = self._objects[key] = await enter(self._stack, made)
+                self._close_later(found)
         return found
 
     def _close_later(self, found: Any) -> None:
@@ -93,4 +105,5 @@ class Mapped:
 
     async def aclose(self) -> None:
         self._objects.clear()
+        self._making.clear()
         await self._stack.aclose()
