@@ -125,7 +125,7 @@ def _prepare(op: str, s: LoggedStore, m: Model, user: str, with_id: bool
         if op == "append":
             cut.content = f"{user} interrupted write"
             cut.message_id = f"{user}-cut" if with_id and s.can("message_id") else None
-            if cut.message_id:
+            if cut.message_id and not s.keyed:  # keyed: an entry is known by its content
                 m.user(user).maybe[cut.message_id] = ("user", cut.content)
             else:
                 m.user(user).maybe_contents.append(cut.content)

@@ -102,7 +102,10 @@ class KeyedView:
             raise AssertionError(f"profile {self.resolved.profile.name} has no message_id")
         if result is not None and isinstance(_field(result, "content"), str):
             return self._entry(result, user_id, -1)
-        return Entry(content_key(content), user_id, -1, role, content)
+        # A store that took a content of another type (None, 1) is judged for accepting it,
+        # not made to crash here.
+        key = content_key(content if isinstance(content, str) else repr(content))
+        return Entry(key, user_id, -1, role, content)
 
     async def get_history(self, user_id: str, limit: int = 10) -> list[Entry]:
         return self._entries(await self.inner.get_history(user_id, limit), user_id)

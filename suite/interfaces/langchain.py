@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+from ..validation import validate_limit
 from ._base import Mapped, contract_role, text_of
 
 __all__ = ["LangChainHistory", "open_store"]
@@ -66,6 +67,7 @@ class LangChainHistory(Mapped):
             await history.aadd_messages([message])
 
     async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
+        limit = validate_limit("limit", limit)  # the library takes none: the slice is ours
         history = await self._object(user_id)
         messages = history.messages if self.sync else await history.aget_messages()
         return [{"role": _TYPES.get(m.type, m.type), "content": text_of(m.content)}

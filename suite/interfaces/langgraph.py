@@ -13,7 +13,8 @@ What maps to what:
 - ``get_history(u, limit)`` reads every item of the namespace (``asearch``
   pages of 100, by offset), orders them by ``created_at``, the only order a
   ``BaseStore`` keeps (ties stay in the order the store returned them), and
-  returns the newest ``limit``;
+  returns the newest ``limit`` (the library never sees it: the mapping checks it,
+  as it does SPEC's own vocabulary);
 - ``search(u, query, k)`` is ``asearch(namespace, query=query, limit=k)``, best
   match first; only a store with an index (``index_config``) can search, so
   only it reaches the ``memory`` profile;
@@ -31,7 +32,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ..validation import validate_message_id
+from ..validation import validate_limit, validate_message_id
 from ._base import Mapped, contract_role
 
 __all__ = ["PAGE", "LangGraphStore", "open_store"]
@@ -75,6 +76,7 @@ class LangGraphStore(Mapped):
             offset += PAGE
 
     async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
+        limit = validate_limit("limit", limit)
         return [_entry(item) for item in (await self._items(user_id))[-limit:]]
 
     async def search(self, user_id: str, query: str, k: int = 5) -> list[dict[str, str]]:

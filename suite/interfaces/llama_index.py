@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+from ..validation import validate_limit
 from ._base import Mapped, contract_role, text_of
 
 __all__ = ["LlamaChatStore", "open_store"]
@@ -37,6 +38,7 @@ class LlamaChatStore(Mapped):
         await (await self._object()).async_add_message(user_id, message)
 
     async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
+        limit = validate_limit("limit", limit)  # the library takes none: the slice is ours
         messages = await (await self._object()).aget_messages(user_id)
         return [{"role": str(getattr(m.role, "value", m.role)), "content": text_of(m.content)}
                 for m in messages[-limit:]]
