@@ -64,3 +64,15 @@ def test_plain_install_in_a_new_venv(wheel: Path, tmp_path: Path) -> None:
     result = subprocess.run([str(python), "-c", probe], cwd=tmp_path, check=True,
                             capture_output=True, text=True)
     assert result.stdout.split() == ["True", "True"]
+
+
+def test_every_package_of_the_tree_is_listed_for_the_wheel() -> None:
+    """A new subpackage (adapters/ecosystem/causes) missing from pyproject's list would be
+    left out of every non-editable install, and only a user would find out."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    root = Path(__file__).resolve().parents[1]
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+                 ["tool"]["setuptools"]["packages"])
+    found = {"nomnesia." + ".".join(init.parent.relative_to(root).parts)
+             for top in ("adapters", "suite") for init in (root / top).rglob("__init__.py")}
+    assert found == listed, f"missing: {sorted(found - listed)}; stale: {sorted(listed - found)}"

@@ -1,14 +1,19 @@
 """Audits of third-party memory components: the suite run on stores we did not write.
 
-Each module is the thinnest faithful adapter a team would write to put one
-library behind the contract (``nomnesia.suite.MemoryStore``), with a
-``--store`` factory; its docstring says which behaviour is the library's and
-which the adapter's. The libraries come with the ``ecosystem`` extra::
+A library whose object speaks one of the suite's interfaces (an Agents SDK
+``Session``, an ADK ``BaseSessionService``, a LangChain chat history, a LangGraph
+``BaseStore``) is audited through that interface option, and its module here only
+makes the library's object on an engine. Otherwise the module is the thinnest
+faithful adapter a team would write to put the library behind the contract
+(``nomnesia.suite.MemoryStore``), with a ``--store`` factory; its docstring says
+which behaviour is the library's and which the adapter's. What each audit found is
+graded and traced in ``causes/``; ``repro.py`` runs the standalone reproductions in
+``docs/ecosystem/repro/``. The libraries come with the ``ecosystem`` extra::
 
     pip install 'nomnesia[ecosystem]'
     python -m pytest --pyargs nomnesia.suite --store nomnesia.adapters.ecosystem.mem0:factory
     nox -s "audit(mem0)"     # one library: suite + report + findings check
-    nox -s audits            # all of them, and docs/ecosystem.md
+    nox -s audits            # all of them, every reproduction, and docs/ecosystem.md
 
 What the suite finds is a *finding*, not a failure of this project: ``report``
 writes ``docs/ecosystem.md`` and fails only when the findings differ from the
@@ -27,16 +32,37 @@ __all__ = ["AUDITS", "Audit"]
 
 @dataclass(frozen=True)
 class Audit:
-    """One audited library: its ``--store`` factory and the distributions whose versions count."""
+    """One audited library configuration: how the suite reaches it, and what counts.
+
+    ``option`` is the suite option that takes ``factory``: ``--store`` for an
+    adapter of this package, or one of the interface options (``--openai-session``,
+    ``--langchain-history``...), whose mapping in ``nomnesia.suite.interfaces``
+    adds nothing the library lacks. ``seed`` pins the randomised tests (the model
+    test, the concurrency workloads), so a new seed cannot turn ``nox -s audits``
+    red with a failure nobody traced; it is printed in the report and replayable
+    with ``--nomnesia-seed``.
+    """
 
     name: str
     factory: str
     distributions: tuple[str, ...]
     title: str
+    option: str = "--store"
+    args: tuple[str, ...] = ()
+    """More suite options for this configuration (``--langchain-sync``)."""
+    seed: int = 20261203
+    requires: tuple[str, ...] = ()
+    """Requirements installed in a venv of the audit's own (``run.py``), for a library whose
+    pins conflict with the ``ecosystem`` extra's; empty: it runs with the others."""
 
     @property
     def module(self) -> str:
         return self.factory.partition(":")[0]
+
+    @property
+    def argv(self) -> list[str]:
+        """The suite's command-line options that run this audit."""
+        return [self.option, self.factory, *self.args, f"--nomnesia-seed={self.seed}"]
 
 
 _P = "nomnesia.adapters.ecosystem"
@@ -57,4 +83,47 @@ AUDITS: dict[str, Audit] = {a.name: a for a in (
     Audit("llama-index-postgres", f"{_P}.llama_index:postgres_factory",
           ("llama-index-core", "llama-index-storage-chat-store-postgres"),
           "llama-index PostgresChatStore + VectorStoreIndex"),
+    # --- session stores through the suite's interface mappings (issue 22) -------------
+    Audit("agents-sqlite-memory", f"{_P}.openai_agents:sqlite_memory", ("openai-agents",),
+          "OpenAI Agents SDK SQLiteSession (in memory)", "--openai-session"),
+    Audit("agents-sqlite-file", f"{_P}.openai_agents:sqlite_file", ("openai-agents",),
+          "OpenAI Agents SDK SQLiteSession (file)", "--openai-session"),
+    Audit("agents-sqlalchemy-postgres", f"{_P}.openai_agents:sqlalchemy_postgres",
+          ("openai-agents", "sqlalchemy", "asyncpg"),
+          "OpenAI Agents SDK SQLAlchemySession on PostgreSQL", "--openai-session"),
+    Audit("agents-redis", f"{_P}.openai_agents:redis_session", ("openai-agents", "redis"),
+          "OpenAI Agents SDK RedisSession", "--openai-session"),
+    Audit("adk-memory", f"{_P}.adk:in_memory", ("google-adk",),
+          "Google ADK InMemorySessionService", "--adk-sessions"),
+    Audit("adk-sqlite", f"{_P}.adk:sqlite", ("google-adk",),
+          "Google ADK SqliteSessionService", "--adk-sessions"),
+    Audit("adk-database-postgres", f"{_P}.adk:database_postgres", ("google-adk", "sqlalchemy"),
+          "Google ADK DatabaseSessionService on PostgreSQL", "--adk-sessions"),
+    Audit("llama-memory-sqlite", f"{_P}.llama_memory:sqlite_factory",
+          ("llama-index-core", "aiosqlite"),
+          "llama-index Memory on SQLAlchemyChatStore (aiosqlite)"),
+    Audit("llama-memory-postgres", f"{_P}.llama_memory:postgres_factory",
+          ("llama-index-core", "asyncpg"),
+          "llama-index Memory on SQLAlchemyChatStore (PostgreSQL)"),
+    Audit("langgraph-redis", f"{_P}.langgraph_redis:store", ("langgraph-checkpoint-redis",),
+          "langgraph-checkpoint-redis AsyncRedisStore", "--langgraph-store"),
+    Audit("langgraph-redis-index", f"{_P}.langgraph_redis:indexed_store",
+          ("langgraph-checkpoint-redis",),
+          "langgraph-checkpoint-redis AsyncRedisStore with an index", "--langgraph-store"),
+    Audit("langchain-redis", f"{_P}.langchain_histories:redis_history",
+          ("langchain-redis", "redis"),
+          "langchain-redis RedisChatMessageHistory", "--langchain-history"),
+    Audit("langchain-redis-resp2", f"{_P}.langchain_histories:redis_history_resp2",
+          ("langchain-redis", "redis"),
+          "langchain-redis RedisChatMessageHistory (RESP2 client)", "--langchain-history"),
+    Audit("langchain-sql-sqlite", f"{_P}.langchain_histories:sql_sqlite",
+          ("langchain-community", "sqlalchemy"),
+          "langchain-community SQLChatMessageHistory (SQLite)", "--langchain-history"),
+    Audit("langchain-sql-postgres", f"{_P}.langchain_histories:sql_postgres",
+          ("langchain-community", "sqlalchemy"),
+          "langchain-community SQLChatMessageHistory (PostgreSQL)", "--langchain-history"),
+    Audit("agent-framework-redis", f"{_P}.agent_framework:factory",
+          ("agent-framework-redis", "agent-framework-core", "redis"),
+          "Microsoft Agent Framework RedisHistoryProvider",
+          requires=("agent-framework-redis>=1.0.0b261022",)),
 )}

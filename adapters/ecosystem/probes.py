@@ -21,19 +21,23 @@ Opener = Callable[[], AbstractAsyncContextManager[Any]]
 Probe = Callable[[Opener], Awaitable[str | None]]
 
 
-async def wildcard_user_id(open_store: Opener) -> str | None:
-    found = []
+async def wildcard_forget(open_store: Opener) -> str | None:
+    async with open_store() as s:
+        await s.append_message("ann", "user", "ann's secret")
+        await s.append_message("bob", "user", "bob's secret")
+        await s.forget("*")
+        left = len(await s.get_history("ann", 100)) + len(await s.get_history("bob", 100))
+    return "forget('*') deleted the entries of 'ann' and 'bob'" if left == 0 else None
+
+
+async def wildcard_read(open_store: Opener) -> str | None:
     async with open_store() as s:
         await s.append_message("ann", "user", "ann's secret")
         await s.append_message("bob", "user", "bob's secret")
         seen = {e.user_id for e in await s.get_history("*", 100)}
-        if seen & {"ann", "bob"}:
-            found.append(f"get_history('*') returned the entries of {sorted(seen)}")
-        await s.forget("*")
-        left = len(await s.get_history("ann", 100)) + len(await s.get_history("bob", 100))
-        if left == 0:
-            found.append("forget('*') deleted the entries of 'ann' and 'bob'")
-    return "; ".join(found) or None
+    if seen & {"ann", "bob"}:
+        return f"get_history('*') returned the entries of {sorted(seen)}"
+    return None
 
 
 async def trimmed_user_id(open_store: Opener) -> str | None:
@@ -127,6 +131,19 @@ async def threads_local_qdrant(open_store: Opener) -> str | None:
     return None
 
 
+async def repeated_turn_dropped(open_store: Opener) -> str | None:
+    """The same non-user turn twice in a row (a tool answering "OK" twice): both appended?"""
+    async with open_store() as s:
+        await s.append_message("ann", "user", "run the tests twice")
+        for _ in range(2):
+            await s.append_message("ann", "tool", "OK")
+        kept = [getattr(e, "content", None) or e["content"]
+                for e in await s.get_history("ann", 10)]
+    if kept.count("OK") < 2:
+        return f"two acknowledged appends of ('tool', 'OK'); get_history: {kept!r}"
+    return None
+
+
 HUGE = {"2**31": 2**31, "2**63-1": 2**63 - 1, "2**64": 2**64, "10**30": 10**30}
 """The suite's huge ``limit``/``k`` values (``nomnesia.suite.test_limits.HUGE``)."""
 
@@ -178,9 +195,9 @@ async def huge_limits(open_store: Opener) -> str | None:
 
 
 PROBES: dict[str, Probe] = {p.__name__: p for p in (
-    wildcard_user_id, trimmed_user_id, whitespace_user_id, system_dropped,
+    wildcard_forget, wildcard_read, trimmed_user_id, whitespace_user_id, system_dropped,
     history_keeps_forgotten, coerced_user_id, dot_in_user_id, nul_content, nul_poisons,
-    threads_local_qdrant, huge_limits)}
+    threads_local_qdrant, huge_limits, repeated_turn_dropped)}
 
 
 async def run_probes(audit: str, open_store: Opener) -> dict[str, str | None]:

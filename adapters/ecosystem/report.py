@@ -33,7 +33,7 @@ from typing import Any
 from nomnesia.suite.contract import Guarantee
 
 from . import AUDITS
-from .causes import CAUSES, Cause, classify
+from .causes import CAUSES, SEVERITIES, Attribution, Cause, attribute, causes_for, classify
 
 __all__ = ["Findings", "diff_findings", "failure_parts", "findings_of", "load_results", "main",
            "render"]
@@ -122,7 +122,8 @@ def findings_of(audit: str, report: Mapping[str, Any], texts: Mapping[str, str] 
     """Classify every violation of every failing test of one suite report; add the probes.
 
     The full text comes from the JUnit XML when there is one, else from the
-    report's message. A violation no cause explains is ``unclassified:<test>``.
+    report's message; a concurrency failure's anomalies come from the report, which
+    keeps all of them. A violation no cause explains is ``unclassified:<test>``.
     """
     texts = texts or {}
     found = Findings(audit, summary=dict(report.get("summary", {})))
@@ -134,7 +135,11 @@ def findings_of(audit: str, report: Mapping[str, Any], texts: Mapping[str, str] 
         tid = short_id(str(test["nodeid"]))
         text = texts.get(tid) or str(test.get("message", ""))
         named = [str(g) for g in test.get("failed_guarantees", ())]
-        for column, part in failure_parts(text) or [("", text)]:
+        # A concurrency failure prints its first anomalies (--nomnesia-anomalies); the JSON
+        # keeps every one, each a block headed by its guarantee: classify them all.
+        anomalies = [str(a) for a in test.get("anomalies", ())]
+        parts = failure_parts("\n\n".join(anomalies)) if anomalies else failure_parts(text)
+        for column, part in parts or [("", text)]:
             keys = classify(audit, part) or [f"unclassified:{tid}"]
             for key in keys:
                 tests = found.causes.setdefault(key, [])
@@ -162,12 +167,15 @@ def diff_findings(expected: Mapping[str, Iterable[str]], actual: Mapping[str, It
                   racy: frozenset[str] = RACY) -> list[str]:
     """Lines naming every cause that appeared or went away, per library; empty: unchanged.
 
-    A racy cause (shown only by concurrent timing) that a run missed is not a fix.
+    A racy cause (shown only by concurrent timing) is declared for the libraries it
+    concerns, traced and graded: a run that missed it is not a fix, and a run that
+    caught it is no news. So the check stays green across seeds and timings, and
+    red for anything untraced or any deterministic cause that changed.
     """
     lines = []
     for audit in sorted(actual):
         want, got = set(expected.get(audit, ())), set(actual[audit])
-        lines += [f"{audit}: new finding {k}" for k in sorted(got - want)]
+        lines += [f"{audit}: new finding {k}" for k in sorted(got - want - racy)]
         lines += [f"{audit}: fixed (expected but not found) {k}"
                   for k in sorted(want - got - racy)]
     return lines
@@ -183,6 +191,9 @@ def load_results(results: Path, audits: Iterable[str]) -> dict[str, Findings]:
         probes_path = results / f"{name}.probes.json"
         probes = json.loads(probes_path.read_text(encoding="utf-8")) if probes_path.exists() \
             else {}
+        for function, where in probes.get("attributions", {}).items():
+            if isinstance(where, list):
+                RECORDED[function] = Attribution(function, *where)
         found = findings_of(name, report, _junit_texts(results / f"{name}.xml"),
                             probes.get("probes", {}))
         found.versions = str(probes.get("versions", "")) or found.versions
@@ -206,7 +217,8 @@ def _cell(findings: Findings, column: str) -> str:
     return {"pass": "pass", "fail": "**fail**", "not exercised": "–"}.get(verdict, "–")
 
 
-_ORDER = {c.key: n for n, c in enumerate(CAUSES, 1)}
+_ORDER = {c.key: n for n, c in enumerate(sorted(CAUSES, key=lambda c: c.rank), 1)}
+"""Cause numbers in the document: worst severity first, then as defined."""
 
 
 def _index(key: str) -> str:
@@ -218,15 +230,65 @@ def _one_line(text: str, limit: int = 220) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render(findings: Mapping[str, Findings]) -> str:
+RECORDED: dict[str, Attribution] = {}
+"""Attributions the probes recorded where an audit ran (``load_results`` fills it)."""
+
+
+def attributions(cause: Cause) -> list[Attribution | str]:
+    """Each function of ``cause``, attributed where it is installed (a str: why it cannot be):
+    here, or as recorded by the probe of an audit that ran in a venv of its own."""
+    found: list[Attribution | str] = []
+    for function in cause.functions:
+        try:
+            found.append(attribute(function))
+        except LookupError as exc:
+            found.append(RECORDED.get(function) or str(exc))
+    return found
+
+
+def _where(cause: Cause) -> str:
+    named = [f"{a}" if isinstance(a, Attribution) else f"`{a.partition(':')[0]}` (not "
+             f"attributed here: {a.partition(': ')[2]})" for a in attributions(cause)]
+    return "; ".join(named) or "–"
+
+
+def _repro(cause: Cause, repro: Mapping[str, Mapping[str, Any]]) -> str:
+    if cause.repro is None:
+        return "none (a contract gap: the library leaves it to the caller)"
+    link = f"[`repro/{cause.repro}`](ecosystem/repro/{cause.repro})"
+    outcome = repro.get(cause.key, {}).get("outcome")
+    said = {"reproduces": "fails as stated in the last `nox -s audits`",
+            "fixed": "**no longer fails: fixed?** (the last `nox -s audits` saw it pass)",
+            "broken": "**the script itself is broken** (see `nox -s audits`)"}
+    return f"{link}: {said.get(str(outcome), 'not run yet')}"
+
+
+def _headline(text: str) -> str:
+    """``text`` with a capital, unless it starts with code (``aset_messages``, ``k``)."""
+    first = text.split(maxsplit=1)[0]
+    return text[0].upper() + text[1:] if first.isalpha() and len(first) > 1 else text
+
+
+def _summary_cell(findings: Findings, severity: str) -> str:
+    keys = sorted((k for k in findings.causes if k in _BY_KEY
+                   and _BY_KEY[k].severity == severity), key=lambda k: _ORDER[k])
+    return ", ".join(f"[{_index(k)}](#{k})" for k in keys) or "–"
+
+
+def render(findings: Mapping[str, Findings],
+           repro: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """The whole of ``docs/ecosystem.md``."""
+    repro = repro or {}
+    shown = [n for n in AUDITS if n in findings]
     out = [
         "# Ecosystem audits: the suite on memory stores we did not write",
         "",
         "Generated by `nox -s audits` (`python -m nomnesia.adapters.ecosystem.report render`);",
-        "do not edit by hand. Each library sits behind the thinnest faithful adapter in",
-        "`nomnesia.adapters.ecosystem` (its docstring says which behaviour is the library's and",
-        "which the adapter's), and the whole conformance suite runs on it:",
+        "do not edit by hand. Each library configuration runs the whole conformance suite, either",
+        "through one of the suite's interface options (`--openai-session`, `--adk-sessions`,",
+        "`--langchain-history`, `--langgraph-store`: mappings that add nothing the library lacks)",
+        "or behind the thinnest faithful adapter in `nomnesia.adapters.ecosystem` (`--store`; its",
+        "docstring says which behaviour is the library's and which the adapter's):",
         "",
         "```bash",
         "pip install 'nomnesia[ecosystem]'",
@@ -235,40 +297,61 @@ def render(findings: Mapping[str, Findings]) -> str:
         "",
         "These failures are findings about the libraries, not failures of nomnesia:",
         "`nox -s audits` fails only when they change against `adapters/ecosystem/expected.json`",
-        "(a new cause, or one that went away). A cause marked *mapping* is a gap the library",
-        "leaves for the contract (no tombstones, no length limits) that the obvious adapter",
-        "shows; every other cause is the library's own behaviour. *probe* means a targeted",
-        "reproduction (`adapters/ecosystem/probes.py`) confirmed it on the library. A *racy*",
-        "cause shows only under concurrent timing: a run that misses it does not count as a fix.",
-        "The suite tries every input of a test on its own and reports each that fails as a",
-        "block of its own; each block is traced to its cause separately, so one test can show",
-        "several causes, and a cell names the causes reported under that guarantee.",
+        "(a new cause, or one that went away), or when a reproduction script stops failing for",
+        "its stated reason. Every cause is graded, worst first:",
         "",
-        "## Library × guarantee",
+        "| severity | meaning |",
+        "|---|---|",
+        *(f"| {name} | {meaning} |" for name, meaning in SEVERITIES.items()),
         "",
-        "| library | versions | tests | " + " | ".join(COLUMNS) + " |",
-        "|---|---|---|" + "---|" * len(COLUMNS),
+        "Every cause names the functions responsible with the distribution and version that ship",
+        "them, found at run time from the installed files (so a cause cannot be filed against the",
+        "wrong package), says whether the library documents the behaviour (then it is a *hazard*,",
+        "not a defect) and under which conditions it happens. Every cause that is not a contract",
+        "gap has a standalone reproduction, `docs/ecosystem/repro/<cause>.py`: the library's",
+        "public API and an engine, no nomnesia import, exit 1 while the defect is present",
+        "(`docs/ecosystem/repro/README.md`). A *racy* cause shows only under concurrent timing: a",
+        "run that misses it does not count as a fix. The randomised tests run with a pinned seed",
+        "per configuration (the *seed* column; replay with `--nomnesia-seed`).",
+        "",
+        "## Summary by library, worst first",
+        "",
+        "| library | versions | seed | " + " | ".join(SEVERITIES) + " |",
+        "|---|---|---|" + "---|" * len(SEVERITIES),
     ]
-    for name in AUDITS:
-        if name not in findings:
-            continue
+    for name in shown:
+        f = findings[name]
+        cells = " | ".join(_summary_cell(f, sev) for sev in SEVERITIES)
+        out.append(f"| {AUDITS[name].title} | {f.versions or '?'} | {AUDITS[name].seed} "
+                   f"| {cells} |")
+    out += ["", "Numbers are the causes below.", "",
+            "## Library × guarantee",
+            "",
+            "| library | tests | " + " | ".join(COLUMNS) + " |",
+            "|---|---|" + "---|" * len(COLUMNS)]
+    for name in shown:
         f = findings[name]
         tests = ", ".join(f"{v} {k}" for k, v in sorted(f.summary.items()))
         cells = " | ".join(_cell(f, c) for c in COLUMNS)
-        out.append(f"| {AUDITS[name].title} | {f.versions or '?'} | {tests} | {cells} |")
+        out.append(f"| {AUDITS[name].title} | {tests} | {cells} |")
     out += ["", "Numbers in a cell are the causes below (*?*: not yet traced, listed at the end);",
             "*–*: no test of the suite reached that guarantee.", ""]
     out += ["## Causes", ""]
-    for cause in CAUSES:
+    for cause in sorted(CAUSES, key=lambda c: _ORDER[c.key]):
         libs = [n for n in AUDITS if n in findings and cause.key in findings[n].causes]
         if not libs:
             continue
-        out += [f"### {_index(cause.key)}. {cause.what[0].upper()}{cause.what[1:]}",
+        out += [f"### {_index(cause.key)}. {_headline(cause.what)}",
                 f'<a id="{cause.key}"></a>', "",
-                f"- **cause** `{cause.key}` ({cause.kind}{', racy' if cause.racy else ''}), "
-                f"breaks {', '.join(cause.guarantees)}",
-                f"- **library function:** `{cause.function}`",
-                f"- **reproduction:** `{cause.reproduction}`"]
+                f"- **{cause.severity}**: cause `{cause.key}` "
+                f"({cause.kind}{', racy' if cause.racy else ''}), breaks "
+                f"{', '.join(cause.guarantees)}",
+                f"- **where:** `{cause.function}`",
+                f"- **functions:** {_where(cause)}",
+                f"- **documented:** {cause.documented or 'not that we found'}",
+                f"- **conditions:** {cause.conditions}",
+                f"- **reproduction:** `{cause.reproduction}`",
+                f"- **script:** {_repro(cause, repro)}"]
         for name in libs:
             shown = [t for t in findings[name].causes[cause.key] if t != "probe"]
             line = f"- **{AUDITS[name].title}:** "
@@ -318,16 +401,27 @@ def _versions(audit: str) -> str:
 def _probe(audit: str, results: Path) -> int:
     from .probes import run_probes
 
-    module, _, attr = AUDITS[audit].factory.partition(":")
-    factory = getattr(importlib.import_module(module), attr)
-    probes = asyncio.run(run_probes(audit, factory))
+    probes: dict[str, str | None] = {}
+    if AUDITS[audit].option == "--store":  # the probes call the contract's methods
+        module, _, attr = AUDITS[audit].factory.partition(":")
+        factory = getattr(importlib.import_module(module), attr)
+        probes = asyncio.run(run_probes(audit, factory))
+    # Where the library is installed, each cause's functions are attributed (and recorded:
+    # an audit in a venv of its own has libraries the report's Python may not have).
+    attributed = {a.function if isinstance(a, Attribution) else a.partition(":")[0]:
+                  [a.distribution, a.version] if isinstance(a, Attribution) else a
+                  for cause in causes_for(audit) for a in attributions(cause)}
     results.mkdir(parents=True, exist_ok=True)
     (results / f"{audit}.probes.json").write_text(json.dumps(
-        {"versions": _versions(audit), "probes": probes}, indent=1, ensure_ascii=False) + "\n",
-        encoding="utf-8")
+        {"versions": _versions(audit), "probes": probes, "attributions": attributed},
+        indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     for key, evidence in probes.items():
         print(f"{audit}: {key}: {'reproduced: ' + evidence if evidence else 'not reproduced'}")
     return 0
+
+
+def _found_causes(findings: Findings) -> list[Cause]:
+    return [_BY_KEY[k] for k in findings.causes if k in _BY_KEY]
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -358,17 +452,24 @@ def _render(args: argparse.Namespace) -> int:
             for key in set(expected.get(name, ())) & RACY - set(f.keys):
                 f.causes[key] = []
         if set(everything) == set(AUDITS):
-            args.out.write_text(render(everything), encoding="utf-8")
+            repro = {}  # repro.json, and NAME.repro.json of audits run in venvs of their own
+            for path in sorted(args.results.glob("*repro.json")):
+                repro.update(json.loads(path.read_text(encoding="utf-8")))
+            args.out.write_text(render(everything, repro), encoding="utf-8")
             print(f"wrote {args.out}")
         else:
             print(f"{args.out} not written: results for every library are needed")
+    unattributed = [f"{c.key}: {a}" for n in findings for c in _found_causes(findings[n])
+                    for a in attributions(c) if not isinstance(a, Attribution)]
+    for line in unattributed:
+        print(f"cannot attribute {line}: fix the cause's functions", file=sys.stderr)
     changed = diff_findings(expected, actual)
     for line in changed:
         print(line, file=sys.stderr)
     if changed:
         print("the findings changed: re-check them, then rerun with --update to accept",
               file=sys.stderr)
-    return 1 if changed or (missing and not args.update) else 0
+    return 1 if changed or unattributed or (missing and not args.update) else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,204 @@
+"""The OpenAI Agents SDK's session classes, for ``--openai-session``.
+
+Each factory takes the session id (the suite passes the user id) and returns the
+library's own ``Session`` object, or an async context manager that yields one; the
+suite's mapping (``nomnesia.suite.interfaces.openai_agents``) does the rest, and
+nothing is added that the library lacks (no lock, retry, id or ordering):
+
+- :func:`sqlite_memory`: ``SQLiteSession(session_id)``, the SDK's default, an
+  in-memory SQLite database of that session's own (so each user has a database);
+- :func:`sqlite_file`: ``SQLiteSession(session_id, db_path)``, every session of a
+  store on one SQLite file (its default tables), as an application shares one file;
+- :func:`sqlalchemy_postgres`: ``SQLAlchemySession(session_id, engine=...,
+  create_tables=True)`` on the embedded PostgreSQL 18 through asyncpg, every
+  session of a store on one ``AsyncEngine`` and one pair of tables;
+- :func:`redis_session`: ``RedisSession(session_id, redis_client=...,
+  key_prefix=...)`` on the embedded Redis 8.2, every session of a store on one
+  client and one key prefix.
+
+Why the backends are shared per *store*: the factory is called once per user of
+a store, but the suite opens a fresh store for each test, and each must start
+empty while its users share a backend as an application's users do (a prefix or
+table per user would hide every collision between users). So a *generation*
+(:class:`_Generation`) is a fresh namespace (file, tables, key prefix) made when
+the first session of a store opens, shared by every session opened while any is
+open, and dropped when the last one closes. The suite opens one store at a time.
+"""
+
+from __future__ import annotations
+
+import atexit
+import tempfile
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from agents import SQLiteSession
+
+from ._engines import namespace, url
+
+__all__ = ["redis_session", "sqlalchemy_postgres", "sqlite_file", "sqlite_memory"]
+
+R = TypeVar("R")
+
+
+@dataclass
+class _Open(Generic[R]):
+    name: str
+    resource: R
+    sessions: int = 0
+
+
+class _Generation(Generic[R]):
+    """One store's backend namespace: made by ``start(name)`` when the first session of
+    a store opens, handed to every session opened while any is open, and given to
+    ``stop`` (which drops what it made) when the last one closes."""
+
+    def __init__(self, prefix: str, start: Callable[[str], Awaitable[R]],
+                 stop: Callable[[str, R], Awaitable[None]]) -> None:
+        self.prefix, self.start, self.stop = prefix, start, stop
+        self.current: _Open[R] | None = None
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[_Open[R]]:
+        if self.current is None:
+            name = namespace(self.prefix)
+            self.current = _Open(name, await self.start(name))
+        now = self.current
+        now.sessions += 1
+        try:
+            yield now
+        finally:
+            now.sessions -= 1
+            if now.sessions == 0 and self.current is now:
+                self.current = None
+                await self.stop(now.name, now.resource)
+
+
+_tmp: tempfile.TemporaryDirectory[str] | None = None
+
+
+def _tmpdir() -> Path:
+    """A directory for the SQLite files, removed at exit (with anything left in it)."""
+    global _tmp
+    if _tmp is None:
+        _tmp = tempfile.TemporaryDirectory(prefix="nomnesia-agents-")
+        atexit.register(_tmp.cleanup)
+    return Path(_tmp.name)
+
+
+def sqlite_memory(session_id: str) -> SQLiteSession:
+    """``--openai-session ...openai_agents:sqlite_memory``: the SDK's default session."""
+    return SQLiteSession(session_id)
+
+
+async def _file_start(name: str) -> Path:
+    return _tmpdir() / f"{name}.db"
+
+
+def _remove_db(path: Path) -> None:
+    """Remove a SQLite database and its companion files (a fast local unlink)."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+async def _file_stop(name: str, path: Path) -> None:
+    _remove_db(path)
+
+
+_FILES: _Generation[Path] = _Generation("agents_sqlite", _file_start, _file_stop)
+
+
+@asynccontextmanager
+async def _sqlite_file(session_id: str) -> AsyncIterator[SQLiteSession]:
+    async with _FILES.session() as gen:
+        session = SQLiteSession(session_id, db_path=gen.resource)
+        try:
+            yield session
+        finally:
+            session.close()
+
+
+def sqlite_file(session_id: str) -> AbstractAsyncContextManager[SQLiteSession]:
+    """``--openai-session ...openai_agents:sqlite_file``: one SQLite file per store."""
+    return _sqlite_file(session_id)
+
+
+def _asyncpg_url() -> str:
+    """The engine's libpq URL, for SQLAlchemy's asyncpg dialect."""
+    dsn = url("postgres")
+    return "postgresql+asyncpg://" + dsn.split("://", 1)[1]
+
+
+async def _pg_start(name: str) -> Any:
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    return create_async_engine(_asyncpg_url())
+
+
+async def _pg_stop(name: str, engine: Any) -> None:
+    from sqlalchemy import text
+
+    try:
+        async with engine.begin() as conn:
+            await conn.execute(text(f'DROP TABLE IF EXISTS "{name}_messages", '
+                                    f'"{name}_sessions" CASCADE'))
+    finally:
+        await engine.dispose()
+
+
+_PG: _Generation[Any] = _Generation("agents_pg", _pg_start, _pg_stop)
+
+
+@asynccontextmanager
+async def _sqlalchemy_postgres(session_id: str) -> AsyncIterator[Any]:
+    from agents.extensions.memory import SQLAlchemySession
+
+    async with _PG.session() as gen:
+        yield SQLAlchemySession(session_id, engine=gen.resource, create_tables=True,
+                                sessions_table=f"{gen.name}_sessions",
+                                messages_table=f"{gen.name}_messages")
+
+
+def sqlalchemy_postgres(session_id: str) -> AbstractAsyncContextManager[Any]:
+    """``--openai-session ...openai_agents:sqlalchemy_postgres``: one engine and one pair
+    of tables per store, created by the library (``create_tables=True``)."""
+    return _sqlalchemy_postgres(session_id)
+
+
+async def _redis_start(name: str) -> Any:
+    import redis.asyncio as redis
+
+    return redis.from_url(url("redis"))
+
+
+async def _redis_stop(name: str, client: Any) -> None:
+    try:
+        keys = [key async for key in client.scan_iter(match=f"{name}:*", count=1000)]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+_REDIS: _Generation[Any] = _Generation("agents_redis", _redis_start, _redis_stop)
+
+
+@asynccontextmanager
+async def _redis_session(session_id: str) -> AsyncIterator[Any]:
+    from agents.extensions.memory import RedisSession
+
+    async with _REDIS.session() as gen:
+        session = RedisSession(session_id, redis_client=gen.resource, key_prefix=gen.name)
+        try:
+            yield session
+        finally:
+            await session.close()  # the client is injected: this closes nothing of it
+
+
+def redis_session(session_id: str) -> AbstractAsyncContextManager[Any]:
+    """``--openai-session ...openai_agents:redis_session``: one client and one key prefix
+    per store."""
+    return _redis_session(session_id)

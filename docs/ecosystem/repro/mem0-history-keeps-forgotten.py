@@ -1,0 +1,76 @@
+"""delete_all() deletes the vectors, but the history database keeps the deleted content.
+
+``AsyncMemory._delete_memory`` writes a DELETE row with the old content into the
+SQLite history (the audit trail behind ``history()``), where it stays: a team
+that calls delete_all to forget a user still holds what the user said.
+
+mem0 runs here with ``infer=False`` (no LLM) on Qdrant's local mode, with a
+deterministic offline embedder so that no API key is needed.
+Written against mem0ai 2.2.1 (qdrant-client 1.20).
+
+Run: ``python mem0-history-keeps-forgotten.py``
+"""
+
+import asyncio
+import hashlib
+import os
+import sys
+import tempfile
+from importlib.metadata import version
+
+os.environ.setdefault("MEM0_TELEMETRY", "False")
+
+from mem0 import AsyncMemory
+from mem0.configs.base import MemoryConfig
+from mem0.configs.embeddings.base import BaseEmbedderConfig
+from mem0.embeddings.base import EmbeddingBase
+
+MEM0 = f"mem0ai {version('mem0ai')}"
+
+
+class OfflineEmbedder(EmbeddingBase):
+    """Eight numbers from a hash of the text: stands in for a real embedding model."""
+
+    def __init__(self) -> None:
+        super().__init__(BaseEmbedderConfig(embedding_dims=8))
+
+    def embed(self, text, memory_action=None):
+        digest = hashlib.sha256(text.encode()).digest()
+        return [b / 255 for b in digest[:8]]
+
+
+def memory(directory: str) -> AsyncMemory:
+    config = MemoryConfig(
+        vector_store={"provider": "qdrant", "config": {
+            "collection_name": "memories", "embedding_model_dims": 8,
+            "path": os.path.join(directory, "qdrant")}},
+        llm={"provider": "openai", "config": {"api_key": "unused with infer=False"}},
+        embedder={"provider": "openai", "config": {"api_key": "unused", "embedding_dims": 8}},
+        history_db_path=os.path.join(directory, "history.db"),
+    )
+    m = AsyncMemory(config)
+    m.embedding_model = OfflineEmbedder()
+    return m
+
+
+def contents(found) -> list[str]:
+    return sorted(r["memory"] for r in found["results"])
+
+
+async def main(m: AsyncMemory) -> int:
+    added = await m.add("forget me", user_id="ann", infer=False)
+    memory_id = added["results"][0]["id"]
+    await m.delete_all(user_id="ann")
+    rows = await m.history(memory_id)
+    kept = [r.get("old_memory") or r.get("new_memory") for r in rows]
+    if any(k == "forget me" for k in kept):
+        print(f"{MEM0}: after delete_all(user_id='ann'), the history still holds "
+              f"{kept!r} ({len(rows)} rows)")
+        return 1
+    print(f"not reproduced: history after delete_all: {rows!r}")
+    return 0
+
+
+with tempfile.TemporaryDirectory() as directory:
+    code = asyncio.run(main(memory(directory)))
+sys.exit(code)
