@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / ".nox" / "_results"
 RUN_ENV = "NOMNESIA_NOX_RUN"  # set by the first nox process of an aggregate run: its results
 PYTHONS = nox.project.python_versions(nox.project.load_toml(ROOT / "pyproject.toml"))
+AUDIT_PYTHON = "3.11"  # the oldest every audited library supports (langchain-core 1.8)
 # Both modules import the standard library only: nox's Python need not have nomnesia.
 ADAPTERS = runpy.run_path(str(ROOT / "adapters" / "registry.py"))["ADAPTERS"]
 AUDITS = runpy.run_path(str(ROOT / "adapters" / "ecosystem" / "__init__.py"))["AUDITS"]
@@ -234,14 +235,14 @@ def _audit(session: nox.Session, names: Sequence[str], *render: str) -> None:
                 str(ROOT / "docs" / "ecosystem.md"), *render)
 
 
-@nox.session(default=False)
+@nox.session(default=False, python=AUDIT_PYTHON)
 @nox.parametrize("library", [nox.param(name, id=name) for name in AUDITS])
 def audit(session: nox.Session, library: str) -> None:
     """The suite on one third-party library, its findings checked against expected.json."""
     _audit(session, [library], "--only", library)
 
 
-@nox.session(default=False)
+@nox.session(default=False, python=AUDIT_PYTHON)
 def audits(session: nox.Session) -> None:
     """Every audit and reproduction, then docs/ecosystem.md; red when the findings changed."""
     _audit(session, list(AUDITS))
