@@ -73,8 +73,9 @@ CAUSES: tuple[Cause, ...] = (
           # Every G9 block (a read returning, or a forget changing, a case variant's history),
           # and the concurrency G1 blocks: the runs use only 'ann' and 'Ann', so an
           # acknowledged append that vanished was cleared by the other id's forget.
-          match=(r"\A(?:G9 isolation: |G1 durability: '[^\n]*' was acknowledged, then read "
-                 r"\d+ )",),
+          # G1: a message acknowledged, or already read back, that a later read misses.
+          match=(r"\A(?:G9 isolation: |G1 durability: '[^\n]*' was (?:acknowledged|returned by "
+                 r"read \d+ \(limit \d+\)), then read \d+ )",),
           shows=r"returned the messages of|deleted the messages of"),
     Cause("langchain-redis-session-tag-unmatched", RESP2, ("G1",), "data loss",
           "RedisChatMessageHistory.messages (Tag('session_id') == session_id), whose value "

@@ -52,7 +52,8 @@ CAUSES: tuple[Cause, ...] = (
           # deletion, or a conflicting retry that aput accepted as an overwrite (the contract
           # gap langgraph-store-put-overwrites): the block's text cannot tell them apart, and
           # the histories showed both, so the worse is named.
-          match=(r"^G(?:9 isolation: |1 durability: '[^\n]*' was acknowledged, then read|"
+          match=(r"^G(?:9 isolation: |1 durability: '[^\n]*' was (?:acknowledged|returned by "
+                 r"read \d+ \(limit \d+\)), then read|"
                  r"4 search: search \d+ \(k \d+\) for the exact content)",),
           yields_to=("langgraph-redis-namespace-unmatched", "langgraph-redis-key-tag-folded"),
           shows=r"returned the items of|deleted the item of"),
