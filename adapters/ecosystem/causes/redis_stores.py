@@ -157,7 +157,7 @@ CAUSES: tuple[Cause, ...] = (
           match=(r"\AInputs: [^\n]*\bsearch\.(?:k|query)=[^\n]* (?:was accepted|raised "
                  r"\w+, not ValueError or TypeError)",),
           kind="mapping"),
-    Cause("langgraph-store-offset-pages", LGR, ("G8",), "contract gap",
+    Cause("langgraph-store-offset-pages", LGR, ("G2", "G8"), "contract gap",
           "BaseStore.asearch (offset paging only, no snapshot or cursor); "
           "AsyncRedisStore._batch_search_ops (FT.SEARCH without SORTBY: document order)",
           "BaseStore has no delete of a namespace, so forget lists the namespace in pages "
@@ -170,8 +170,11 @@ CAUSES: tuple[Cause, ...] = (
           "a forget of a namespace larger than one page while any item of its result set is "
           "deleted or re-put",
           # A concurrent forget that left an item written before it began.
-          match=(r"\AG8 forget: read \d+ \(limit \d+\) returns [^\n]*, written before "
-                 r"forget \d+ began",),
+          # G2: the same paging, the other way: an insert shifts an item onto the next page
+          # too, and the read lists it twice.
+          match=(r"\A(?:G8 forget: read \d+ \(limit \d+\) returns [^\n]*, written before "
+                 r"forget \d+ began|G2 exactly once: read \d+ \(limit \d+\) returned [^\n]* "
+                 r"twice)",),
           kind="mapping", racy=True),
     Cause("langgraph-store-forget-one-by-one", LGR, ("G10",), "contract gap",
           "BaseStore (no delete of a namespace; the mapping's forget is one adelete per item)",
