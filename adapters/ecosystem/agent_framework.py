@@ -33,8 +33,7 @@ import redis.asyncio as redis
 from agent_framework import Message
 from agent_framework_redis import RedisHistoryProvider
 
-from nomnesia.suite.interfaces._base import contract_role
-from nomnesia.suite.validation import validate_limit
+from nomnesia.suite.validation import validate_limit, validate_role
 
 from ._engines import namespace, url
 
@@ -50,7 +49,7 @@ class AgentFrameworkHistory:
         self.provider = provider
 
     async def append_message(self, user_id: str, role: str, content: str) -> None:
-        message = Message(role=contract_role(role), contents=[content])
+        message = Message(role=validate_role(role), contents=[content])
         await self.provider.save_messages(user_id, [message])
 
     async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
