@@ -13,10 +13,14 @@ from __future__ import annotations
 import atexit
 import threading
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from nomnesia.adapters.engines import Provider, get_provider
 
-__all__ = ["namespace", "url"]
+__all__ = ["Generation", "Open", "namespace", "url"]
 
 _lock = threading.Lock()
 _provider: Provider | None = None
@@ -48,3 +52,43 @@ def url(engine: str) -> str:
 def namespace(prefix: str) -> str:
     """A fresh name for one store's tables, keys or collections: every store starts empty."""
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+R = TypeVar("R")
+
+
+@dataclass
+class Open(Generic[R]):
+    """One store's backend namespace while any of its sessions is open."""
+
+    name: str
+    resource: R
+    users: int = 0
+
+
+class Generation(Generic[R]):
+    """One store's backend namespace for per-user factories (a session, a chat history):
+    made by ``start(name)`` when the first object of a store opens, handed to every object
+    opened while any is open, and given to ``stop`` (which drops what it made) when the
+    last one closes. A per-user factory cannot tell one suite store from the next
+    otherwise."""
+
+    def __init__(self, prefix: str, start: Callable[[str], Awaitable[R]],
+                 stop: Callable[[str, R], Awaitable[None]]) -> None:
+        self.prefix, self.start, self.stop = prefix, start, stop
+        self.current: Open[R] | None = None
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Open[R]]:
+        if self.current is None:
+            name = namespace(self.prefix)
+            self.current = Open(name, await self.start(name))
+        now = self.current
+        now.users += 1
+        try:
+            yield now
+        finally:
+            now.users -= 1
+            if now.users == 0 and self.current is now:
+                self.current = None
+                await self.stop(now.name, now.resource)

@@ -27,7 +27,7 @@ Why the backends are shared per *store*: the factory is called once per user of
 a store, but the suite opens a fresh store for each test, and each must start
 empty while its users share a backend as an application's users do (one index
 or table per user would hide every collision between users). So a *generation*
-(:class:`_Generation`) is a fresh namespace (key prefix and index, SQLite file,
+(:class:`Generation`) is a fresh namespace (key prefix and index, SQLite file,
 table) made when the first history of a store opens, shared by every history
 opened while any is open, and dropped when the last one closes. The suite opens
 one store at a time. (The same scheme as :mod:`.openai_agents`, restated here so
@@ -38,51 +38,14 @@ from __future__ import annotations
 
 import atexit
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-from ._engines import namespace, url
+from ._engines import Generation, url
 
 __all__ = ["redis_history", "redis_history_resp2", "sql_postgres", "sql_sqlite"]
-
-R = TypeVar("R")
-
-
-@dataclass
-class _Open(Generic[R]):
-    name: str
-    resource: R
-    histories: int = 0
-
-
-class _Generation(Generic[R]):
-    """One store's backend namespace: made by ``start(name)`` when the first history of
-    a store opens, handed to every history opened while any is open, and given to
-    ``stop`` (which drops what it made) when the last one closes."""
-
-    def __init__(self, prefix: str, start: Callable[[str], Awaitable[R]],
-                 stop: Callable[[str, R], Awaitable[None]]) -> None:
-        self.prefix, self.start, self.stop = prefix, start, stop
-        self.current: _Open[R] | None = None
-
-    @asynccontextmanager
-    async def history(self) -> AsyncIterator[_Open[R]]:
-        if self.current is None:
-            name = namespace(self.prefix)
-            self.current = _Open(name, await self.start(name))
-        now = self.current
-        now.histories += 1
-        try:
-            yield now
-        finally:
-            now.histories -= 1
-            if now.histories == 0 and self.current is now:
-                self.current = None
-                await self.stop(now.name, now.resource)
-
 
 # --- langchain-redis ------------------------------------------------------------------
 
@@ -108,16 +71,16 @@ async def _redis_start_resp2(name: str) -> Any:
     return Redis.from_url(url("redis-search"), protocol=2)
 
 
-_REDIS: _Generation[Any] = _Generation("lc_redis", _redis_start, _redis_stop)
-_REDIS_RESP2: _Generation[Any] = _Generation("lc_redis", _redis_start_resp2, _redis_stop)
+_REDIS: Generation[Any] = Generation("lc_redis", _redis_start, _redis_stop)
+_REDIS_RESP2: Generation[Any] = Generation("lc_redis", _redis_start_resp2, _redis_stop)
 
 
 @asynccontextmanager
 async def _redis_history(session_id: str,
-                         generation: _Generation[Any] = _REDIS) -> AsyncIterator[Any]:
+                         generation: Generation[Any] = _REDIS) -> AsyncIterator[Any]:
     from langchain_redis import RedisChatMessageHistory
 
-    async with generation.history() as gen:
+    async with generation.open() as gen:
         # The key prefix ends with ":" as the library's default ("chat:") does.
         yield RedisChatMessageHistory(session_id, redis_client=gen.resource,
                                       key_prefix=f"{gen.name}:", index_name=gen.name)
@@ -198,15 +161,15 @@ async def _pg_stop(name: str, engine: Any) -> None:
         await engine.dispose()
 
 
-_SQLITE: _Generation[Any] = _Generation("lc_sql", _sqlite_start, _sqlite_stop)
-_PG: _Generation[Any] = _Generation("lc_sql", _pg_start, _pg_stop)
+_SQLITE: Generation[Any] = Generation("lc_sql", _sqlite_start, _sqlite_stop)
+_PG: Generation[Any] = Generation("lc_sql", _pg_start, _pg_stop)
 
 
 @asynccontextmanager
-async def _sql_history(generation: _Generation[Any], session_id: str) -> AsyncIterator[Any]:
+async def _sql_history(generation: Generation[Any], session_id: str) -> AsyncIterator[Any]:
     from langchain_community.chat_message_histories import SQLChatMessageHistory
 
-    async with generation.history() as gen:
+    async with generation.open() as gen:
         yield SQLChatMessageHistory(session_id, table_name=gen.name, connection=gen.resource)
 
 

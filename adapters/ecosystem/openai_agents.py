@@ -20,7 +20,7 @@ Why the backends are shared per *store*: the factory is called once per user of
 a store, but the suite opens a fresh store for each test, and each must start
 empty while its users share a backend as an application's users do (a prefix or
 table per user would hide every collision between users). So a *generation*
-(:class:`_Generation`) is a fresh namespace (file, tables, key prefix) made when
+(:class:`Generation`) is a fresh namespace (file, tables, key prefix) made when
 the first session of a store opens, shared by every session opened while any is
 open, and dropped when the last one closes. The suite opens one store at a time.
 """
@@ -29,53 +29,16 @@ from __future__ import annotations
 
 import atexit
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from agents import SQLiteSession
 
-from ._engines import namespace, url
+from ._engines import Generation, url
 
 __all__ = ["redis_session", "sqlalchemy_postgres", "sqlite_file", "sqlite_memory"]
-
-R = TypeVar("R")
-
-
-@dataclass
-class _Open(Generic[R]):
-    name: str
-    resource: R
-    sessions: int = 0
-
-
-class _Generation(Generic[R]):
-    """One store's backend namespace: made by ``start(name)`` when the first session of
-    a store opens, handed to every session opened while any is open, and given to
-    ``stop`` (which drops what it made) when the last one closes."""
-
-    def __init__(self, prefix: str, start: Callable[[str], Awaitable[R]],
-                 stop: Callable[[str, R], Awaitable[None]]) -> None:
-        self.prefix, self.start, self.stop = prefix, start, stop
-        self.current: _Open[R] | None = None
-
-    @asynccontextmanager
-    async def session(self) -> AsyncIterator[_Open[R]]:
-        if self.current is None:
-            name = namespace(self.prefix)
-            self.current = _Open(name, await self.start(name))
-        now = self.current
-        now.sessions += 1
-        try:
-            yield now
-        finally:
-            now.sessions -= 1
-            if now.sessions == 0 and self.current is now:
-                self.current = None
-                await self.stop(now.name, now.resource)
-
 
 _tmp: tempfile.TemporaryDirectory[str] | None = None
 
@@ -108,12 +71,12 @@ async def _file_stop(name: str, path: Path) -> None:
     _remove_db(path)
 
 
-_FILES: _Generation[Path] = _Generation("agents_sqlite", _file_start, _file_stop)
+_FILES: Generation[Path] = Generation("agents_sqlite", _file_start, _file_stop)
 
 
 @asynccontextmanager
 async def _sqlite_file(session_id: str) -> AsyncIterator[SQLiteSession]:
-    async with _FILES.session() as gen:
+    async with _FILES.open() as gen:
         session = SQLiteSession(session_id, db_path=gen.resource)
         try:
             yield session
@@ -149,14 +112,14 @@ async def _pg_stop(name: str, engine: Any) -> None:
         await engine.dispose()
 
 
-_PG: _Generation[Any] = _Generation("agents_pg", _pg_start, _pg_stop)
+_PG: Generation[Any] = Generation("agents_pg", _pg_start, _pg_stop)
 
 
 @asynccontextmanager
 async def _sqlalchemy_postgres(session_id: str) -> AsyncIterator[Any]:
     from agents.extensions.memory import SQLAlchemySession
 
-    async with _PG.session() as gen:
+    async with _PG.open() as gen:
         yield SQLAlchemySession(session_id, engine=gen.resource, create_tables=True,
                                 sessions_table=f"{gen.name}_sessions",
                                 messages_table=f"{gen.name}_messages")
@@ -183,14 +146,14 @@ async def _redis_stop(name: str, client: Any) -> None:
         await client.aclose()
 
 
-_REDIS: _Generation[Any] = _Generation("agents_redis", _redis_start, _redis_stop)
+_REDIS: Generation[Any] = Generation("agents_redis", _redis_start, _redis_stop)
 
 
 @asynccontextmanager
 async def _redis_session(session_id: str) -> AsyncIterator[Any]:
     from agents.extensions.memory import RedisSession
 
-    async with _REDIS.session() as gen:
+    async with _REDIS.open() as gen:
         session = RedisSession(session_id, redis_client=gen.resource, key_prefix=gen.name)
         try:
             yield session
