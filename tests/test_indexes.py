@@ -471,3 +471,36 @@ async def test_redis_vsets_tells_when_its_engine_lost_the_data(engines: Any) -> 
         await index.aclose()
         assert [k async for k in raw.scan_iter(match=f"{index.namespace}:*")] == []
         await raw.aclose()
+
+
+def test_a_milvus_connect_sent_away_by_the_server_is_retried_and_nothing_else(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A GOAWAY "too_many_pings" ends one connection, not the server: a new client is
+    made again; a refused connect is raised at once, not retried into a timeout."""
+    pytest.importorskip("pymilvus")
+    from nomnesia.adapters.indexes import milvus
+
+    calls: list[str] = []
+
+    def sent_away_once(uri: str, **kwargs: object) -> str:
+        calls.append(uri)
+        if len(calls) == 1:
+            try:
+                raise RuntimeError("UNAVAILABLE: Too many pings")
+            except RuntimeError as grpc_error:
+                raise ValueError("Fail connecting to server") from grpc_error
+        return "client"
+
+    monkeypatch.setattr(milvus, "MilvusClient", sent_away_once)
+    index = milvus.MilvusIndex("http://127.0.0.1:1", timeout=1.0)
+    assert index._connect() == "client" and len(calls) == 2
+
+    def refused(uri: str, **kwargs: object) -> str:
+        calls.append(uri)
+        raise ValueError("Fail connecting to server: connection refused")
+
+    calls.clear()
+    monkeypatch.setattr(milvus, "MilvusClient", refused)
+    with pytest.raises(ValueError, match="refused"):
+        index._connect()
+    assert len(calls) == 1

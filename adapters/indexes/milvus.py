@@ -30,6 +30,7 @@ from typing import Any
 
 from pymilvus import AsyncMilvusClient, DataType, MilvusClient
 from pymilvus.client.types import LoadState
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixed
 
 from nomnesia.suite.contract import Entry
 
@@ -49,6 +50,16 @@ __all__ = ["CollectionPool", "MilvusIndex", "ServerMilvusIndex", "pool_for", "us
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _PAGE = 16_384  # Milvus' cap on offset + limit of one query
 _FIELDS = ["user_id", "entry_id"]
+
+
+def _sent_away(exc: BaseException) -> bool:
+    """Whether a connect failed only because the server sent its connection away."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if "Too many pings" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def server_features(version: str) -> tuple[bool, str | None]:
@@ -127,8 +138,7 @@ class MilvusIndex(IndexBase, SelfCheckingByCompleteness):
         one, and a collection created here is given back to it on ``aclose``.
         """
         def connect_and_create() -> None:
-            self._sync = MilvusClient(self.uri, token=self._token, timeout=self.timeout,
-                                      **self._channel_options())
+            self._sync = self._connect()
             scalar_index: str | None = None
             if not self._lite:
                 self._templates, scalar_index = server_features(
@@ -189,6 +199,25 @@ class MilvusIndex(IndexBase, SelfCheckingByCompleteness):
             return
         self._sync.load_collection(self.collection, timeout=self.timeout,
                                    _async=state == LoadState.Loading)
+
+    def _connect(self) -> MilvusClient:
+        """A sync client, with a connection the server has not just sent away.
+
+        A Milvus server may end a connection with a GOAWAY "too_many_pings"
+        (ENHANCE_YOUR_CALM: its keepalive policy counted the client's pings as
+        abuse); the RPC in flight then fails UNAVAILABLE "Too many pings", unprocessed.
+        pymilvus shares one connection per address among its clients, so a new
+        client met it in its own Connect call (twice in about 30 runs of the
+        tests, each time with two servers on 2 loaded cores; the server side of it
+        is not understood). A fresh connection is fine, so that error alone is
+        retried, twice; any other failure is the engine's and is raised at once.
+        """
+        for attempt in Retrying(retry=retry_if_exception(_sent_away), stop=stop_after_attempt(3),
+                                wait=wait_fixed(0.1), reraise=True):
+            with attempt:
+                return MilvusClient(self.uri, token=self._token, timeout=self.timeout,
+                                    **self._channel_options())
+        raise AssertionError("unreachable: tenacity reraises the last error")
 
     def _channel_options(self) -> dict[str, Any]:
         """gRPC reconnects fast to a server that came back (not Milvus Lite: a file).
