@@ -504,3 +504,15 @@ def test_a_milvus_connect_sent_away_by_the_server_is_retried_and_nothing_else(
     with pytest.raises(ValueError, match="refused"):
         index._connect()
     assert len(calls) == 1
+
+
+def test_an_error_chain_that_loops_back_ends_the_sent_away_check() -> None:
+    """An exception may be its own context's context: the check must still end."""
+    pytest.importorskip("pymilvus")
+    from nomnesia.adapters.indexes.milvus import _sent_away
+
+    first, second = ValueError("connect failed"), RuntimeError("UNAVAILABLE")
+    first.__context__, second.__context__ = second, first
+    assert _sent_away(first) is False
+    second.__cause__ = RuntimeError("Too many pings")
+    assert _sent_away(first) is True

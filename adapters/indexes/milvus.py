@@ -54,11 +54,13 @@ _FIELDS = ["user_id", "entry_id"]
 
 def _sent_away(exc: BaseException) -> bool:
     """Whether a connect failed only because the server sent its connection away."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if "Too many pings" in str(seen):
+    seen: set[int] = set()  # a chain may loop back (an error raised while handling itself)
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if "Too many pings" in str(link):
             return True
-        seen = seen.__cause__ or seen.__context__
+        link = link.__cause__ or link.__context__
     return False
 
 
