@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import re
+import resource
 import sys
 import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
@@ -549,6 +550,18 @@ def run_metadata(config: pytest.Config) -> dict[str, Any]:
     }
 
 
+def cpu_seconds() -> float:
+    """CPU time (user + system) of this run and of every process it started and waited for.
+
+    Engines the run started are stopped and waited for before the report is written,
+    so a run's engines count too: what one leaf of the matrix costs a machine
+    (``bench/bench_matrix.py`` prints it per leaf). A process left running counts not.
+    """
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def build_report(config: pytest.Config, tests: list[dict[str, Any]], *, started: float,
                  duration: float, exitstatus: int) -> dict[str, Any]:
     tests = sorted(tests, key=lambda t: str(t["nodeid"]))
@@ -559,7 +572,7 @@ def build_report(config: pytest.Config, tests: list[dict[str, Any]], *, started:
         "format": FORMAT,
         "meta": {**run_metadata(config), "started": _iso(started),
                  "finished": _iso(time.time()), "duration": round(duration, 3),
-                 "exitstatus": exitstatus},
+                 "cpu_seconds": round(cpu_seconds(), 3), "exitstatus": exitstatus},
         "summary": summary,
         "guarantees": guarantee_verdicts(tests, judged=_judged(config)),
         "causes": group_causes((t["nodeid"], t.get("causes", ())) for t in tests

@@ -83,7 +83,7 @@ def test_report_folds_the_load_table_in(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "report.py"), "--out", str(tmp_path),
          "--stacks", "memory", "--n", "5", "--users", "2", "--checker-ops", "0",
-         "--load-quick", "--load-ops", "200", "--load-seed", str(SEED)],
+         "--load-quick", "--load-ops", "200", "--load-seed", str(SEED), "--no-extra"],
         capture_output=True, text=True, timeout=240, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())

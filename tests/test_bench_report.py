@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -15,7 +17,7 @@ def test_report_writes_json_markdown_and_plots(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "report.py"), "--out", str(tmp_path),
          "--stacks", "memory,pgvector", "--n", "10", "--users", "2", "--checker-ops", "500",
-         "--no-load"],  # tests/test_bench_load.py covers the load table
+         "--no-load", "--no-extra"],  # test_bench_load.py: the load table; below: extras
         capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -39,3 +41,17 @@ def test_report_writes_json_markdown_and_plots(tmp_path: Path) -> None:
     for png in ("latency.png", "throughput.png", "rss.png"):
         data = (tmp_path / png).read_bytes()
         assert data.startswith(b"\x89PNG") and len(data) > 5000, png
+
+
+@pytest.mark.slow
+def test_report_keeps_the_engine_and_index_benchmarks_beside_it(tmp_path: Path) -> None:
+    """The side reports start every engine (about 90 s): hence ``slow``, and the two
+    tests above pass ``--no-extra``."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "report.py"), "--out", str(tmp_path),
+         "--stacks", "memory", "--n", "5", "--users", "2", "--checker-ops", "0", "--no-load"],
+        capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for name in ("bench_engines", "bench_indexes"):
+        text = (tmp_path / f"{name}.txt").read_text()
+        assert text.strip() and "failed (exit" not in text, text[-2000:]

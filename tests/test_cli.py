@@ -59,6 +59,7 @@ def test_run_on_the_oracle_passes_and_writes_the_report(runs: dict[str, Any]) ->
     assert report["meta"]["python"] == ".".join(map(str, sys.version_info[:3]))
     assert report["meta"]["workers"] == 2
     assert report["meta"]["exitstatus"] == 0
+    assert report["meta"]["cpu_seconds"] > 0  # bench/bench_matrix.py prints it per leaf
     assert report["tests"], "the controller saw no test reports from the xdist workers"
     assert {t["outcome"] for t in report["tests"]} <= {"passed", "skipped"}
     exercised = {k for t in report["tests"] for k in t["guarantees"]}
