@@ -50,6 +50,7 @@ from nomnesia.suite.errors import BackendUnavailable, add_explainer, remove_expl
 from ._base import EMBEDDED_HINT, Provider
 from ._proc import Watchdog, free_port, kill_group, run_owners, spawn
 from ._reach import blocking_dir, mirror
+from ._unpack import milvus_binaries
 from ._watchdog import kill_all
 
 __all__ = ["MILVUS_SERVER_PORTS", "POSTGRES_WHEEL", "REDIS_MAXMEMORY", "REDIS_MEMORY_FLAGS",
@@ -790,8 +791,7 @@ class EmbeddedProvider(Provider):
             import milvus as milvus_wheel
         except ImportError:  # pragma: no cover - milvus_wheel_dir found it
             raise _missing("milvus-server", "the milvus wheel") from None
-        milvus_wheel._initialize_data_files(str(home))  # unpacks bin/ (about 250 MB, 4 s)
-        binary = home / "bin" / "milvus"
+        binary = milvus_binaries(milvus_wheel, home) / "milvus"  # once per wheel version
         if not binary.exists():
             raise _missing("milvus-server", f"the Milvus binary, not unpacked from {wheel}")
         log = home / "milvus.log"
