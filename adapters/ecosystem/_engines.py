@@ -11,16 +11,19 @@ one place so that the suite's supported engine helper can replace it.
 from __future__ import annotations
 
 import atexit
+import tempfile
 import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from nomnesia.adapters.engines import Provider, get_provider
 
-__all__ = ["Generation", "Open", "namespace", "url"]
+__all__ = ["Generation", "Open", "asyncpg_url", "namespace", "remove_sqlite", "sqlite_path",
+           "url"]
 
 _lock = threading.Lock()
 _provider: Provider | None = None
@@ -47,6 +50,31 @@ def provider() -> Provider:
 def url(engine: str) -> str:
     """The URL or DSN of ``engine`` (``postgres``, ``redis``) in this process's provider."""
     return provider().url(engine)
+
+
+def asyncpg_url() -> str:
+    """The PostgreSQL URL for SQLAlchemy's asyncpg dialect (the libraries' async path)."""
+    return "postgresql+asyncpg://" + url("postgres").split("://", 1)[1]
+
+
+_scratch: tempfile.TemporaryDirectory[str] | None = None
+
+
+def sqlite_path(name: str) -> Path:
+    """``<name>.db`` in this process's scratch directory, which is removed at exit with
+    anything a store left in it (a killed run's is the OS's temp cleanup's)."""
+    global _scratch
+    with _lock:
+        if _scratch is None:
+            _scratch = tempfile.TemporaryDirectory(prefix="nomnesia-sqlite-")
+            atexit.register(_scratch.cleanup)
+        return Path(_scratch.name) / f"{name}.db"
+
+
+def remove_sqlite(path: Path) -> None:
+    """Remove a SQLite database and its companion files (a fast local unlink)."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 def namespace(prefix: str) -> str:

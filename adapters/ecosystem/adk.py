@@ -20,36 +20,15 @@ The factory is called once per store, so every store starts empty.
 
 from __future__ import annotations
 
-import atexit
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 from google.adk.sessions import InMemorySessionService
 
-from ._engines import namespace, url
+from ._engines import asyncpg_url, namespace, remove_sqlite, sqlite_path, url
 
 __all__ = ["database_postgres", "in_memory", "sqlite"]
-
-_tmp: tempfile.TemporaryDirectory[str] | None = None
-
-
-def _tmpdir() -> Path:
-    """A directory for the SQLite files, removed at exit (with anything left in it)."""
-    global _tmp
-    if _tmp is None:
-        _tmp = tempfile.TemporaryDirectory(prefix="nomnesia-adk-")
-        atexit.register(_tmp.cleanup)
-    return Path(_tmp.name)
-
-
-def _remove_db(path: Path) -> None:
-    """Remove a SQLite database and its companion files (a fast local unlink)."""
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
-
 
 def in_memory() -> InMemorySessionService:
     """``--adk-sessions nomnesia.adapters.ecosystem.adk:in_memory``."""
@@ -60,13 +39,13 @@ def in_memory() -> InMemorySessionService:
 async def _sqlite() -> AsyncIterator[Any]:
     from google.adk.sessions.sqlite_session_service import SqliteSessionService
 
-    path = _tmpdir() / f"{namespace('adk_sqlite')}.db"
+    path = sqlite_path(namespace('adk_sqlite'))
     service = SqliteSessionService(str(path))
     try:
         yield service
     finally:
         await service.close()
-        _remove_db(path)
+        remove_sqlite(path)
 
 
 def sqlite() -> AbstractAsyncContextManager[Any]:
@@ -81,14 +60,13 @@ async def _database_postgres() -> AsyncIterator[Any]:
 
     dsn = url("postgres")
     schema = namespace("adk_pg")
-    # Synchronous on purpose: nothing here may await before the service is yielded. The
-    # suite's mapping makes the service on first use without a lock, so concurrent first
-    # calls that each found none would each make a service (a schema) of their own.
+    # Synchronous on purpose: the schema exists before anything here awaits, so an
+    # interrupted open leaves nothing that the finally below does not drop.
     with psycopg.connect(dsn, autocommit=True) as admin:
         admin.execute(f'CREATE SCHEMA "{schema}"')
     try:
         async with DatabaseSessionService(
-                "postgresql+asyncpg://" + dsn.split("://", 1)[1],
+                asyncpg_url(),
                 connect_args={"server_settings": {"search_path": schema}}) as service:
             yield service
     finally:

@@ -36,14 +36,11 @@ that this module does not import the Agents SDK.)
 
 from __future__ import annotations
 
-import atexit
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from pathlib import Path
 from typing import Any
 
-from ._engines import Generation, url
+from ._engines import Generation, asyncpg_url, remove_sqlite, sqlite_path, url
 
 __all__ = ["redis_history", "redis_history_resp2", "sql_postgres", "sql_sqlite"]
 
@@ -107,27 +104,10 @@ def redis_history_resp2(session_id: str) -> AbstractAsyncContextManager[Any]:
 
 # --- langchain-community SQLChatMessageHistory ----------------------------------------
 
-_tmp: tempfile.TemporaryDirectory[str] | None = None
-
-
-def _tmpdir() -> Path:
-    """A directory for the SQLite files, removed at exit (with anything left in it)."""
-    global _tmp
-    if _tmp is None:
-        _tmp = tempfile.TemporaryDirectory(prefix="nomnesia-lc-sql-")
-        atexit.register(_tmp.cleanup)
-    return Path(_tmp.name)
-
-
 async def _sqlite_start(name: str) -> Any:
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    return create_async_engine(f"sqlite+aiosqlite:///{_tmpdir() / name}.db")
-
-
-def _remove_database(name: str) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(f"{_tmpdir() / name}.db{suffix}").unlink(missing_ok=True)
+    return create_async_engine(f"sqlite+aiosqlite:///{sqlite_path(name)}")
 
 
 async def _sqlite_stop(name: str, engine: Any) -> None:
@@ -135,19 +115,13 @@ async def _sqlite_stop(name: str, engine: Any) -> None:
     try:
         await engine.dispose()
     finally:
-        _remove_database(name)
-
-
-def _asyncpg_url() -> str:
-    """The engine's libpq URL, for SQLAlchemy's asyncpg dialect."""
-    dsn = url("postgres")
-    return "postgresql+asyncpg://" + dsn.split("://", 1)[1]
+        remove_sqlite(sqlite_path(name))
 
 
 async def _pg_start(name: str) -> Any:
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    return create_async_engine(_asyncpg_url())
+    return create_async_engine(asyncpg_url())
 
 
 async def _pg_stop(name: str, engine: Any) -> None:

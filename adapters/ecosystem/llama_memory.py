@@ -140,9 +140,8 @@ async def postgres_factory() -> AsyncIterator[LlamaMemoryStore]:
     fresh table in the process's embedded PostgreSQL, dropped at the end."""
     from sqlalchemy import text
 
-    dsn = _engines.url("postgres")
     table = _engines.namespace("llama_memory")
-    uri = "postgresql+asyncpg://" + dsn.split("://", 1)[1]
+    uri = _engines.asyncpg_url()
     chats = SQLAlchemyChatStore(table_name=table, async_database_uri=uri)
     store = LlamaMemoryStore(chats, backend="SQLAlchemyChatStore (PostgreSQL)",
                              library=f"llama-index-core {version('llama-index-core')}")

@@ -27,8 +27,6 @@ open, and dropped when the last one closes. The suite opens one store at a time.
 
 from __future__ import annotations
 
-import atexit
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -36,21 +34,9 @@ from typing import Any
 
 from agents import SQLiteSession
 
-from ._engines import Generation, url
+from ._engines import Generation, asyncpg_url, remove_sqlite, sqlite_path, url
 
 __all__ = ["redis_session", "sqlalchemy_postgres", "sqlite_file", "sqlite_memory"]
-
-_tmp: tempfile.TemporaryDirectory[str] | None = None
-
-
-def _tmpdir() -> Path:
-    """A directory for the SQLite files, removed at exit (with anything left in it)."""
-    global _tmp
-    if _tmp is None:
-        _tmp = tempfile.TemporaryDirectory(prefix="nomnesia-agents-")
-        atexit.register(_tmp.cleanup)
-    return Path(_tmp.name)
-
 
 def sqlite_memory(session_id: str) -> SQLiteSession:
     """``--openai-session ...openai_agents:sqlite_memory``: the SDK's default session."""
@@ -58,17 +44,11 @@ def sqlite_memory(session_id: str) -> SQLiteSession:
 
 
 async def _file_start(name: str) -> Path:
-    return _tmpdir() / f"{name}.db"
-
-
-def _remove_db(path: Path) -> None:
-    """Remove a SQLite database and its companion files (a fast local unlink)."""
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return sqlite_path(name)
 
 
 async def _file_stop(name: str, path: Path) -> None:
-    _remove_db(path)
+    remove_sqlite(path)
 
 
 _FILES: Generation[Path] = Generation("agents_sqlite", _file_start, _file_stop)
@@ -89,16 +69,10 @@ def sqlite_file(session_id: str) -> AbstractAsyncContextManager[SQLiteSession]:
     return _sqlite_file(session_id)
 
 
-def _asyncpg_url() -> str:
-    """The engine's libpq URL, for SQLAlchemy's asyncpg dialect."""
-    dsn = url("postgres")
-    return "postgresql+asyncpg://" + dsn.split("://", 1)[1]
-
-
 async def _pg_start(name: str) -> Any:
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    return create_async_engine(_asyncpg_url())
+    return create_async_engine(asyncpg_url())
 
 
 async def _pg_stop(name: str, engine: Any) -> None:
