@@ -65,3 +65,19 @@ def test_attribution_names_the_distribution_that_ships_the_file() -> None:
         attribute("langgraph.store.base:no_such_function")
     with pytest.raises(LookupError):
         attribute(f"{Path(sys.executable).stem}_no_such_module:f")
+
+
+def test_each_script_runs_in_exactly_one_venv() -> None:
+    """A cause's script runs either in the project's venv or with ``--only-audit`` in its
+    audit's own; never in both, never in neither."""
+    from nomnesia.adapters.ecosystem import AUDITS
+    from nomnesia.adapters.ecosystem.causes import CAUSES
+    from nomnesia.adapters.ecosystem.repro import _selected
+
+    shared = {c.key for c in _selected([])}
+    own = {name: {c.key for c in _selected([], only_audit=name)}
+           for name, audit in AUDITS.items() if audit.requires}
+    with_script = {c.key for c in CAUSES if c.repro}
+    assert all(shared.isdisjoint(keys) for keys in own.values())
+    assert shared.union(*own.values()) == with_script
+    assert all(own.values()), f"an audit with its own venv reproduces nothing: {own}"

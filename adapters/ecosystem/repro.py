@@ -106,21 +106,26 @@ def run(causes: Sequence[Cause], directory: Path) -> list[Outcome]:
     return outcomes
 
 
-def _isolated(cause: Cause) -> bool:
-    """Whether every audit of ``cause`` runs in a venv of its own (``run.py``): its script
-    needs that venv's libraries, and ``run.py`` runs it there."""
+def venv_audit(cause: Cause) -> str | None:
+    """The audit whose venv of its own runs ``cause``'s script, or None: this venv does.
+
+    A script needs the libraries of the audits it shows up in; when every one of them
+    has a venv of its own (``Audit.requires``), ``run.py`` runs the script there, with
+    ``--only-audit``, and the run without it leaves the script out. One rule, here, for both.
+    """
     from . import AUDITS
 
-    return bool(cause.audits) and all(AUDITS[a].requires for a in cause.audits if a in AUDITS)
+    own = [a for a in cause.audits if a in AUDITS and AUDITS[a].requires]
+    return own[0] if own and len(own) == len(cause.audits) else None
 
 
 def _selected(keys: Iterable[str], audits: Iterable[str] | None = None,
               only_audit: str | None = None) -> list[Cause]:
     keys, audits = list(keys), None if audits is None else set(audits)
     if only_audit is not None:
-        with_repro = [c for c in CAUSES if c.repro and set(c.audits) == {only_audit}]
+        with_repro = [c for c in CAUSES if c.repro and venv_audit(c) == only_audit]
     else:
-        with_repro = [c for c in CAUSES if c.repro and not _isolated(c)
+        with_repro = [c for c in CAUSES if c.repro and venv_audit(c) is None
                       and (audits is None or audits & set(c.audits))]
     unknown = set(keys) - {c.key for c in with_repro}
     if unknown:
