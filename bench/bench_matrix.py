@@ -16,6 +16,7 @@ suite, not pip. ``--serial`` adds a ``-j 1`` run for comparison (about 30 min).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -34,11 +35,16 @@ TARGET_CPU_RATIO = 2.0  # of a Milvus leaf's CPU-seconds over the redis leaf's
 
 def cpu_model() -> str:
     """The CPU the figures were measured on (the machines that run this differ)."""
-    with open("/proc/cpuinfo", encoding="utf-8") as f:
+    model, flags = platform.processor() or "unknown CPU", set[str]()
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as f:
         for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                model = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+                break
+    return f"{model} ({'AVX-512' if 'avx512f' in flags else 'no AVX-512'})"
 
 
 def nox(args: list[str], run: str, log: Path | None) -> tuple[float, int]:
