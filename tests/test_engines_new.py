@@ -94,7 +94,7 @@ def test_redis_search_is_falkordb_redis_with_the_search_module(engines: Embedded
     with _client(engines.url("redis-search")) as client:
         assert client.info("server")["redis_version"].startswith("8.")
         assert b"search" in _modules(client)
-    version = engines._check_redis_search(engines.url("redis-search"))
+    version = engines.self_check("redis-search")
     assert version.startswith("Redis 8.") and "RediSearch 2." in version, version
     with _client(engines.url("redis")) as plain:  # the log's Redis stays without it
         assert b"search" not in _modules(plain)
@@ -242,7 +242,7 @@ def test_milvus_server_is_private_to_its_provider(milvus_engines: EmbeddedProvid
     own directory (data, config, pid file), a real server answering over gRPC."""
     url = milvus_engines.url("milvus-server")
     assert url.startswith("http://127.0.0.1:")
-    assert milvus_engines._check_milvus_server(url).startswith("Milvus v2.")
+    assert milvus_engines.self_check("milvus-server").startswith("Milvus v2.")
     directory = milvus_engines.directory
     assert directory is not None
     [pid] = [p for p in milvus_engines.process_groups()

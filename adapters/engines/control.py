@@ -36,7 +36,9 @@ from urllib.parse import urlsplit
 from nomnesia.suite.errors import BackendUnavailable
 
 from ._proc import kill_group, spawn
-from .embedded import EmbeddedProvider, _milvus_healthy, engine_program
+from .embedded import EmbeddedProvider
+from .milvus_part import _milvus_healthy
+from .part import engine_program
 
 __all__ = ["EngineControl"]
 

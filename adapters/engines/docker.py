@@ -30,7 +30,7 @@ from typing import Any
 from nomnesia.suite.errors import BackendUnavailable
 
 from ._base import Provider
-from .embedded import REDIS_MEMORY_FLAGS
+from .resp_part import REDIS_MEMORY_FLAGS
 
 __all__ = ["LOCAL_SPECS", "SPECS", "ContainerSpec", "DockerProvider", "build_container",
            "choose_image", "container_name", "docker_available"]
@@ -102,7 +102,7 @@ SPECS: dict[str, ContainerSpec] = {
 """PostgreSQL is pinned to pg17 because pgvector publishes images per major
 version and pg17 is the newest with a stable tag everywhere; the embedded
 engine covers PostgreSQL 18. Its flags are the embedded ones (see
-``embedded.DURABLE_ON_PROCESS_KILL``): a killed container keeps acknowledged commits.
+``postgres_part.DURABLE_ON_PROCESS_KILL``): a killed container keeps acknowledged commits.
 ``qdrant-edge`` has no container: it is a directory (see ``DockerProvider``).
 ``milvus`` and ``milvus-server`` are the same standalone image: under Docker there is
 no Milvus Lite, and a stack that asks for both gets two containers, never a shared one."""
