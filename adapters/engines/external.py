@@ -26,6 +26,8 @@ ENV_VARS: dict[str, str] = {
     "redis-search": "NOMNESIA_REDIS_SEARCH_URL",
     "qdrant-edge": "NOMNESIA_QDRANT_EDGE_DIR",
     "milvus-server": "NOMNESIA_MILVUS_SERVER_URL",
+    "postgres-ha": "NOMNESIA_POSTGRES_HA_URL",
+    "postgres-ha-async": "NOMNESIA_POSTGRES_HA_ASYNC_URL",
 }
 
 _EXAMPLES = {
@@ -37,6 +39,10 @@ _EXAMPLES = {
     "redis-search": "redis://host:6379/0 (Redis Stack / Redis 8 with the query engine)",
     "qdrant-edge": "/var/lib/nomnesia/edge (an existing directory for Qdrant Edge shards)",
     "milvus-server": "http://host:19530 (a Milvus server, standalone or cluster)",
+    "postgres-ha": "postgresql://user@db1:5432,db2:5432/db?target_session_attrs=read-write "
+                   "(a primary with a synchronous standby)",
+    "postgres-ha-async": "postgresql://user@db1:5432,db2:5432/db?target_session_attrs="
+                         "read-write (a primary with an asynchronous standby)",
 }
 
 

@@ -116,6 +116,9 @@ class EngineHost(Protocol):
     def on_free_port(self, engine: str, start: Start) -> int:
         """Start an engine on a free port and wait until it is ready; the port."""
 
+    def on_port(self, engine: str, port: int, start: Start) -> None:
+        """Start an engine again on the port it had, and wait until it is ready."""
+
     def claim_path(self, path: Path) -> None:
         """Remove ``path`` (outside the host's directory) with the host."""
 

@@ -39,6 +39,7 @@ from .part import (
     EnginePart,
     Ready,
     Running,
+    Start,
     _cpu_named,
     _log_since_has,
     _missing,
@@ -118,7 +119,7 @@ def _pg_ready(data: Path, port: int) -> tuple[bool, int | None]:
         lines = (data / "postmaster.pid").read_text().splitlines()
     except OSError:
         return False, None
-    if len(lines) < 8 or lines[7].strip() != "ready":
+    if len(lines) < 8 or lines[7].strip() not in ("ready", "standby"):  # a standby's own
         return False, None
     shm = lines[6].split() if len(lines) > 6 else []
     shmid = int(shm[1]) if len(shm) == 2 and shm[1].isdigit() else None
@@ -145,21 +146,42 @@ class PostgresPart(EnginePart):
         self.bin_dir = bin_dir
         self.data = data
         self.log = log
+        self.running: Running | None = None
+        """The postmaster :meth:`start` launched (a topology kills and restarts it)."""
 
     def start(self, host: EngineHost) -> str:
         bin_dir = self._postgres_bin(host)
         data = host.workdir() / self.data
         log = host.workdir() / self.log
         self._initdb(host, bin_dir, data, log)
-        shm: list[int | None] = [None]  # the segment the ready check found
         launched: list[Running] = []
+        start, shm = self.launcher(host, bin_dir, data, log, launched)
+        port = host.on_free_port(self.engine, start)
+        self.running = launched[-1]
+        if shm[0] is not None:
+            host.watch_shm(shm[0])
+        url = f"postgresql://{PG_USER}@127.0.0.1:{port}/{PG_DATABASE}"
+        try:
+            postgres_self_check(bin_dir, port, log, timeout=READY_TIMEOUT * host.slowdown,
+                                emulated=host.emulated_cpu)
+        except BackendUnavailable:
+            host.discard(launched[-1])  # the one that answered: a broken build stops here
+            raise
+        return url
+
+    def launcher(self, host: EngineHost, bin_dir: Path, data: Path, log: Path,
+                 launched: list[Running], *settings: str) -> tuple[Start, list[int | None]]:
+        """How to launch a postmaster on ``data`` (a primary's or a standby's) on a port:
+        the ``Start`` for the host, and where its ready check puts the System V segment.
+        Each launch is appended to ``launched``; ``settings`` are more ``-c`` arguments."""
+        shm: list[int | None] = [None]
 
         def start(port: int) -> tuple[Running, Ready]:
             argv = [*host.emulator(self.engine), str(bin_dir / "postgres"), "-D", str(data),
                     "-p", str(port), "-c", "listen_addresses=127.0.0.1",
                     "-c", "unix_socket_directories=",
                     *DURABLE_ON_PROCESS_KILL, "-c", "dynamic_shared_memory_type=mmap",
-                    *POSTGRES_SETTINGS]
+                    *POSTGRES_SETTINGS, *settings]
 
             def ready() -> bool:
                 ok, shm[0] = _pg_ready(data, port)
@@ -171,17 +193,7 @@ class PostgresPart(EnginePart):
                                         POSTGRES_MEMORY_LIMIT))
             return launched[-1], ready
 
-        port = host.on_free_port(self.engine, start)
-        if shm[0] is not None:
-            host.watch_shm(shm[0])
-        url = f"postgresql://{PG_USER}@127.0.0.1:{port}/{PG_DATABASE}"
-        try:
-            postgres_self_check(bin_dir, port, log, timeout=READY_TIMEOUT * host.slowdown,
-                                emulated=host.emulated_cpu)
-        except BackendUnavailable:
-            host.discard(launched[-1])  # the one that answered: a broken build stops here
-            raise
-        return url
+        return start, shm
 
     def self_check(self, host: EngineHost, url: str) -> str:
         port = urlsplit(url).port

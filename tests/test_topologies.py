@@ -1,0 +1,150 @@
+"""PostgreSQL primary + streaming standby (``postgres-ha``, ``postgres-ha-async``), embedded.
+
+What each topology promises a memory store, checked on real processes: the
+synchronous pair loses no acknowledged COMMIT across a failover (the primary is
+SIGKILLed while its standby is frozen: the COMMIT is never acknowledged), and the
+asynchronous pair does lose one (the positive control: acknowledged, then gone).
+One multi-host URL reaches whichever member is the primary.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from nomnesia.adapters.engines import EmbeddedProvider
+from nomnesia.adapters.engines.postgres_ha import PostgresPair
+
+pytestmark = pytest.mark.xdist_group("postgres-ha")
+
+
+@pytest.fixture(scope="module")
+def pairs() -> Iterator[EmbeddedProvider]:
+    provider = EmbeddedProvider()
+    try:
+        yield provider
+    finally:
+        provider.close()
+
+
+def _pair(provider: EmbeddedProvider, engine: str) -> PostgresPair:
+    provider.url(engine)
+    part = provider._parts[engine]
+    assert isinstance(part, PostgresPair)
+    return part
+
+
+def _member_url(pair: PostgresPair, index: int) -> str:
+    return f"postgresql://postgres@127.0.0.1:{pair.members[index].port}/postgres"
+
+
+def _rows(url: str, table: str) -> list[int]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [r[0] for r in conn.execute(f"SELECT x FROM {table} ORDER BY x").fetchall()]
+
+
+def _frozen(pair: PostgresPair) -> int:
+    """SIGSTOP the standby's processes (its WAL receiver stops acknowledging); the group."""
+    group = os.getpgid(pair.members[1].running.proc.pid)
+    os.killpg(group, signal.SIGSTOP)
+    return group
+
+
+def _detach(pair: PostgresPair) -> None:
+    """Stop the standby's WAL receiver (no ``primary_conninfo``): it falls behind.
+
+    Freezing it with SIGSTOP is not enough here: WAL already sent waits in its socket,
+    and a promoted standby replays it first."""
+    standby = _member_url(pair, 1)
+    with psycopg.connect(standby, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET primary_conninfo = ''")
+        conn.execute("SELECT pg_reload_conf()")
+        for _ in range(200):  # bounded: 10 s
+            if conn.execute("SELECT count(*) FROM pg_stat_wal_receiver").fetchone() == (0,):
+                return
+            time.sleep(0.05)
+    raise AssertionError("the standby's WAL receiver did not stop within 10 s")
+
+
+@pytest.mark.parametrize("engine", ["postgres-ha", "postgres-ha-async"])
+def test_one_url_reaches_the_primary_before_and_after_a_failover(
+        pairs: EmbeddedProvider, engine: str) -> None:
+    url = pairs.url(engine)
+    assert "target_session_attrs=read-write" in url and url.count("127.0.0.1:") == 2
+    table = engine.replace("-", "_") + "_failover"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {table} (x int)")
+        conn.execute(f"INSERT INTO {table} VALUES (1)")
+    pair = _pair(pairs, engine)
+    before = pair.members[0].port
+    figures = pairs.failover(engine)
+    assert pair.members[0].port != before and pair.members[1].port == before
+    assert figures["failovers"] >= 1 and 0 < figures["promoted_s"] <= figures["rejoined_s"]
+    with psycopg.connect(url, autocommit=True) as conn:  # the same URL, the new primary
+        conn.execute(f"INSERT INTO {table} VALUES (2)")
+    assert _rows(url, table) == [1, 2]
+    assert "streaming" in pairs.self_check(engine)
+
+
+def test_synchronous_pair_never_acknowledges_what_the_standby_lacks(
+        pairs: EmbeddedProvider) -> None:
+    """The standby is frozen: a COMMIT on the primary does not return (not acknowledged),
+    so the failover that follows loses nothing that a client was told is stored."""
+    url = pairs.url("postgres-ha")
+    pair = _pair(pairs, "postgres-ha")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE sync_control (x int)")
+        conn.execute("INSERT INTO sync_control VALUES (1)")
+    outcome: list[BaseException | None] = []
+
+    def insert() -> None:
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("INSERT INTO sync_control VALUES (2)")
+            outcome.append(None)
+        except psycopg.Error as exc:
+            outcome.append(exc)
+
+    group = _frozen(pair)
+    writer = threading.Thread(target=insert)
+    try:
+        writer.start()
+        writer.join(1.0)
+        assert writer.is_alive(), "the COMMIT returned while the standby could not have it"
+        pair.kill_primary(pairs)
+    finally:
+        os.killpg(group, signal.SIGCONT)
+    writer.join(10.0)
+    assert not writer.is_alive() and isinstance(outcome[0], psycopg.OperationalError)
+    pair.promote(pairs)
+    pair.rejoin(pairs)
+    # Row 2 was never acknowledged: whether it exists is not a loss; row 1 must.
+    assert 1 in _rows(url, "sync_control")
+
+
+def test_asynchronous_pair_loses_an_acknowledged_commit_in_a_failover(
+        pairs: EmbeddedProvider) -> None:
+    """The positive control: with the standby frozen, the async primary acknowledges
+    row 2; the primary dies before the standby has it, the standby is promoted, and
+    the acknowledged row is gone. A memory store's archive on this pair loses appends."""
+    url = pairs.url("postgres-ha-async")
+    pair = _pair(pairs, "postgres-ha-async")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE async_control (x int)")
+        conn.execute("INSERT INTO async_control VALUES (1)")
+    pair._await_streaming(pairs)
+    _detach(pair)  # the standby stops receiving, as if cut off from the primary
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO async_control VALUES (2)")  # acknowledged
+    assert _rows(_member_url(pair, 0), "async_control") == [1, 2]
+    pair.kill_primary(pairs)
+    pair.promote(pairs)
+    assert _rows(_member_url(pair, 1), "async_control") == [1]  # acknowledged, lost
+    pair.rejoin(pairs)  # pg_rewind drops the old primary's row 2 as well
+    assert _rows(url, "async_control") == [1]
