@@ -148,3 +148,45 @@ def test_asynchronous_pair_loses_an_acknowledged_commit_in_a_failover(
     assert _rows(_member_url(pair, 1), "async_control") == [1]  # acknowledged, lost
     pair.rejoin(pairs)  # pg_rewind drops the old primary's row 2 as well
     assert _rows(url, "async_control") == [1]
+
+
+async def test_a_store_keeps_every_acknowledged_append_through_failovers(
+        pairs: EmbeddedProvider) -> None:
+    """TieredMemoryStore with its archive on the synchronous pair: appends acknowledged
+    before, between and after three failovers are all in the archive, read through the
+    same multi-host URL (the pool reconnects to whichever member is the primary)."""
+    import asyncio
+
+    from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
+    from nomnesia.adapters.postgres import PostgresArchive, create_pool, drop_schema
+    from nomnesia.adapters.tiered import TieredMemoryStore
+    from nomnesia.suite.errors import BackendUnavailable
+
+    url = pairs.url("postgres-ha")
+    pool = await create_pool(url, max_size=4, timeout=2.0)
+    schema = f"nm_ha_{os.getpid()}"
+    archive = PostgresArchive(pool, schema)
+    await archive.create()
+    acknowledged: list[str] = []
+    try:
+        async with TieredMemoryStore(log=InMemoryLog(), index=InMemoryIndex(), archive=archive,
+                                     timeout=2.0) as store:
+            for failover in range(3):
+                for i in range(5):
+                    content = f"f{failover}-m{i}"
+                    deadline = time.monotonic() + 30  # bounded: a failover takes seconds
+                    while True:
+                        try:
+                            await store.append_message("ann", "user", content)
+                            acknowledged.append(content)
+                            break
+                        except BackendUnavailable:  # not acknowledged: retried
+                            assert time.monotonic() < deadline, "never answered again"
+                if failover < 2:
+                    await asyncio.to_thread(pairs.failover, "postgres-ha")
+            live = [e.content for e in await archive.live("ann")]
+        missing = [c for c in acknowledged if c not in live]
+        assert not missing, f"G1: acknowledged appends missing after failovers: {missing}"
+    finally:
+        await drop_schema(pool, schema)
+        await pool.close()
