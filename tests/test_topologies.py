@@ -9,12 +9,14 @@ One multi-host URL reaches whichever member is the primary.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
 import time
 from collections.abc import Iterator
 
+import psutil
 import psycopg
 import pytest
 
@@ -49,18 +51,25 @@ def _rows(url: str, table: str) -> list[int]:
         return [r[0] for r in conn.execute(f"SELECT x FROM {table} ORDER BY x").fetchall()]
 
 
-def _frozen(pair: PostgresPair) -> int:
-    """SIGSTOP the standby's processes (its WAL receiver stops acknowledging); the group."""
-    group = os.getpgid(pair.members[1].running.proc.pid)
-    os.killpg(group, signal.SIGSTOP)
-    return group
+def _frozen(pair: PostgresPair) -> list[psutil.Process]:
+    """SIGSTOP the standby: its postmaster and every process of it (its WAL receiver stops
+    acknowledging). Not its process group: each PostgreSQL child calls setsid()."""
+    postmaster = psutil.Process(pair.members[1].running.proc.pid)
+    frozen = [postmaster, *postmaster.children(recursive=True)]
+    for process in frozen:
+        process.send_signal(signal.SIGSTOP)
+    return frozen
+
+
+def _thawed(frozen: list[psutil.Process]) -> None:
+    for process in frozen:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.send_signal(signal.SIGCONT)
 
 
 def _detach(pair: PostgresPair) -> None:
-    """Stop the standby's WAL receiver (no ``primary_conninfo``): it falls behind.
-
-    Freezing it with SIGSTOP is not enough here: WAL already sent waits in its socket,
-    and a promoted standby replays it first."""
+    """Stop the standby's WAL receiver (no ``primary_conninfo``): it falls behind, as
+    when cut off from the primary, yet it can still be promoted."""
     standby = _member_url(pair, 1)
     with psycopg.connect(standby, autocommit=True) as conn:
         conn.execute("ALTER SYSTEM SET primary_conninfo = ''")
@@ -101,25 +110,30 @@ def test_synchronous_pair_never_acknowledges_what_the_standby_lacks(
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE sync_control (x int)")
         conn.execute("INSERT INTO sync_control VALUES (1)")
+    pair._await_streaming(pairs)  # the standby is the synchronous one again
     outcome: list[BaseException | None] = []
+
+    primary = _member_url(pair, 0)  # directly: the URL's routing is the first test's
 
     def insert() -> None:
         try:
-            with psycopg.connect(url, autocommit=True) as conn:
+            with psycopg.connect(primary, autocommit=True) as conn:
                 conn.execute("INSERT INTO sync_control VALUES (2)")
             outcome.append(None)
         except psycopg.Error as exc:
             outcome.append(exc)
 
-    group = _frozen(pair)
+    frozen = _frozen(pair)
     writer = threading.Thread(target=insert)
     try:
         writer.start()
         writer.join(1.0)
-        assert writer.is_alive(), "the COMMIT returned while the standby could not have it"
+        assert writer.is_alive(), (
+            "the COMMIT returned while the standby could not have it" if outcome == [None]
+            else f"the INSERT failed at once: {outcome}")
         pair.kill_primary(pairs)
     finally:
-        os.killpg(group, signal.SIGCONT)
+        _thawed(frozen)
     writer.join(10.0)
     assert not writer.is_alive() and isinstance(outcome[0], psycopg.OperationalError)
     pair.promote(pairs)
