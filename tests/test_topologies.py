@@ -167,7 +167,7 @@ def test_asynchronous_pair_loses_an_acknowledged_commit_in_a_failover(
 async def test_a_store_keeps_every_acknowledged_append_through_failovers(
         pairs: EmbeddedProvider) -> None:
     """TieredMemoryStore with its archive on the synchronous pair: appends acknowledged
-    before, between and after three failovers are all in the archive, read through the
+    before, between and after two failovers are all in the archive, read through the
     same multi-host URL (the pool reconnects to whichever member is the primary)."""
     import asyncio
 
