@@ -32,8 +32,8 @@ def private_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     private.mkdir(mode=0o700)
     site = private / "venv" / "site-packages"
     for libs in package.parent.glob(f"{package.name}.libs"):
-        mirror(libs, site / libs.name)
-    mirror(real.parent, site / package.name / real.parent.name)
+        mirror(libs, site / libs.name, within=private)
+    mirror(real.parent, site / package.name / real.parent.name, within=private)
     bin_dir = site / package.name / real.parent.name / real.name
     monkeypatch.setattr(embedded, "postgres_bin_dir", lambda: bin_dir)
     return private
@@ -67,7 +67,19 @@ def test_mirror_keeps_modes_and_links(tmp_path: Path) -> None:
     tool.write_text("#!/bin/sh\n")
     tool.chmod(0o755)
     (source / "bin" / "alias").symlink_to("tool")
-    target = mirror(source, tmp_path / "dst")
+    target = mirror(source, tmp_path / "dst", within=tmp_path)
     assert stat.S_IMODE((target / "bin" / "tool").stat().st_mode) == 0o755
     assert os.readlink(target / "bin" / "alias") == "tool"
     assert not (tmp_path / "dst.partial").exists()
+
+
+def test_a_mirror_never_recreates_the_directory_it_goes_in(tmp_path: Path) -> None:
+    """A provider closed mid-start removed its directory: a mirror still running must
+    fail, not make the directory again (no one would remove it)."""
+    source = tmp_path / "src"
+    (source / "bin").mkdir(parents=True)
+    (source / "bin" / "tool").write_text("x")
+    gone = tmp_path / "provider"
+    with pytest.raises(FileNotFoundError):
+        mirror(source, gone / "pgdist" / "install", within=gone)
+    assert not gone.exists()

@@ -40,20 +40,26 @@ def blocking_dir(path: Path, uid: int, gid: int) -> Path | None:
     return None
 
 
-def mirror(source: Path, target: Path) -> Path:
+def mirror(source: Path, target: Path, *, within: Path) -> Path:
     """Recreate the tree ``source`` at ``target`` (directories 0755, files linked or copied).
 
     Built under a temporary name and renamed into place, so a mirror interrupted
-    half-way is never mistaken for a whole one.
+    half-way is never mistaken for a whole one. ``within`` is the existing directory
+    ``target`` goes under, and is never created here: a provider closed meanwhile has
+    removed it, and the mirror then fails (FileNotFoundError) instead of leaving a
+    new directory behind that no one removes.
     """
     if target.exists():
         return target
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    partial.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    below = within
+    for part in partial.parent.relative_to(within).parts:
+        below = below / part
+        below.mkdir(mode=0o755, exist_ok=True)
     for root, dirs, files in os.walk(source):
         here = partial / Path(root).relative_to(source)
-        here.mkdir(mode=0o755, parents=True, exist_ok=True)
+        here.mkdir(mode=0o755, exist_ok=True)  # top-down: its parent exists
         for name in [*files, *(d for d in dirs if (Path(root) / d).is_symlink())]:
             src, dst = Path(root) / name, here / name
             if src.is_symlink():

@@ -230,9 +230,10 @@ class PostgresPart(EnginePart):
         site, dist = package.parent, workdir / "pgdist"
         try:
             for libs in site.glob(f"{package.name}*.libs"):
-                mirror(libs, dist / libs.name)
-            mirror(install, dist / package.name / install.name)
+                mirror(libs, dist / libs.name, within=workdir)
+            mirror(install, dist / package.name / install.name, within=workdir)
         except OSError as exc:
+            host.workdir()  # raises if the host was closed meanwhile (and removed workdir)
             raise BackendUnavailable(
                 "postgres", f"running as root, PostgreSQL runs as 'nobody', who cannot enter "
                 f"{blocked} on the way to its binaries ({bin_dir}), and mirroring them into "
