@@ -18,12 +18,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from nomnesia.adapters.engines import Provider, get_provider
 
-__all__ = ["Generation", "Open", "asyncpg_url", "namespace", "remove_sqlite", "sqlite_path",
-           "url"]
+__all__ = ["Generation", "Open", "asyncpg_engine", "asyncpg_url", "drop_tables", "namespace",
+           "remove_sqlite", "sqlite_path", "url"]
 
 _lock = threading.Lock()
 _provider: Provider | None = None
@@ -55,6 +55,26 @@ def url(engine: str) -> str:
 def asyncpg_url() -> str:
     """The PostgreSQL URL for SQLAlchemy's asyncpg dialect (the libraries' async path)."""
     return "postgresql+asyncpg://" + url("postgres").split("://", 1)[1]
+
+
+async def asyncpg_engine(name: str) -> Any:
+    """A SQLAlchemy async engine on the process's PostgreSQL: a ``Generation``'s start
+    for the libraries that take an engine and make their own tables in it."""
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    return create_async_engine(asyncpg_url())
+
+
+async def drop_tables(engine: Any, *tables: str) -> None:
+    """Drop a store's tables (the library made them), then dispose of the engine."""
+    from sqlalchemy import text
+
+    try:
+        async with engine.begin() as conn:
+            listed = ", ".join(f'"{table}"' for table in tables)
+            await conn.execute(text(f"DROP TABLE IF EXISTS {listed} CASCADE"))
+    finally:
+        await engine.dispose()
 
 
 _scratch: tempfile.TemporaryDirectory[str] | None = None

@@ -40,7 +40,14 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-from ._engines import Generation, asyncpg_url, remove_sqlite, sqlite_path, url
+from ._engines import (
+    Generation,
+    asyncpg_engine,
+    drop_tables,
+    remove_sqlite,
+    sqlite_path,
+    url,
+)
 
 __all__ = ["redis_history", "redis_history_resp2", "sql_postgres", "sql_sqlite"]
 
@@ -118,25 +125,13 @@ async def _sqlite_stop(name: str, engine: Any) -> None:
         remove_sqlite(sqlite_path(name))
 
 
-async def _pg_start(name: str) -> Any:
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    return create_async_engine(asyncpg_url())
-
-
 async def _pg_stop(name: str, engine: Any) -> None:
     """Drop the store's table (the class made it), then dispose of the engine."""
-    from sqlalchemy import text
-
-    try:
-        async with engine.begin() as conn:
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{name}" CASCADE'))
-    finally:
-        await engine.dispose()
+    await drop_tables(engine, name)
 
 
 _SQLITE: Generation[Any] = Generation("lc_sql", _sqlite_start, _sqlite_stop)
-_PG: Generation[Any] = Generation("lc_sql", _pg_start, _pg_stop)
+_PG: Generation[Any] = Generation("lc_sql", asyncpg_engine, _pg_stop)
 
 
 @asynccontextmanager

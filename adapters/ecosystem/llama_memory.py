@@ -46,12 +46,9 @@ backend of record, the chat table.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import version
-from pathlib import Path
 
 from llama_index.core.llms import ChatMessage
 from llama_index.core.memory import Memory
@@ -118,11 +115,11 @@ class LlamaMemoryStore:
 @asynccontextmanager
 async def sqlite_factory() -> AsyncIterator[LlamaMemoryStore]:
     """``--store nomnesia.adapters.ecosystem.llama_memory:sqlite_factory``: aiosqlite, a
-    fresh database file in a temporary directory (an in-memory URI would be one
-    database per connection of SQLAlchemy's pool)."""
-    folder = Path(tempfile.mkdtemp(prefix="nomnesia-llama-memory-"))
-    chats = SQLAlchemyChatStore(table_name=_engines.namespace("llama_memory"),
-                                async_database_uri=f"sqlite+aiosqlite:///{folder / 'chat.db'}")
+    fresh database file in the process's scratch directory (an in-memory URI would be
+    one database per connection of SQLAlchemy's pool)."""
+    path = _engines.sqlite_path(_engines.namespace("llama_memory"))
+    chats = SQLAlchemyChatStore(table_name=path.stem,
+                                async_database_uri=f"sqlite+aiosqlite:///{path}")
     store = LlamaMemoryStore(chats, backend="SQLAlchemyChatStore (SQLite)",
                              library=f"llama-index-core {version('llama-index-core')}")
     try:
@@ -131,7 +128,7 @@ async def sqlite_factory() -> AsyncIterator[LlamaMemoryStore]:
         try:
             await store.aclose()
         finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            _engines.remove_sqlite(path)
 
 
 @asynccontextmanager

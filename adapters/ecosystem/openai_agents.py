@@ -34,7 +34,7 @@ from typing import Any
 
 from agents import SQLiteSession
 
-from ._engines import Generation, asyncpg_url, remove_sqlite, sqlite_path, url
+from ._engines import Generation, asyncpg_engine, drop_tables, remove_sqlite, sqlite_path, url
 
 __all__ = ["redis_session", "sqlalchemy_postgres", "sqlite_file", "sqlite_memory"]
 
@@ -69,24 +69,11 @@ def sqlite_file(session_id: str) -> AbstractAsyncContextManager[SQLiteSession]:
     return _sqlite_file(session_id)
 
 
-async def _pg_start(name: str) -> Any:
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    return create_async_engine(asyncpg_url())
-
-
 async def _pg_stop(name: str, engine: Any) -> None:
-    from sqlalchemy import text
-
-    try:
-        async with engine.begin() as conn:
-            await conn.execute(text(f'DROP TABLE IF EXISTS "{name}_messages", '
-                                    f'"{name}_sessions" CASCADE'))
-    finally:
-        await engine.dispose()
+    await drop_tables(engine, f"{name}_messages", f"{name}_sessions")
 
 
-_PG: Generation[Any] = Generation("agents_pg", _pg_start, _pg_stop)
+_PG: Generation[Any] = Generation("agents_pg", asyncpg_engine, _pg_stop)
 
 
 @asynccontextmanager

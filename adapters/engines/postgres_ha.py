@@ -34,8 +34,16 @@ from tenacity import Retrying, retry_if_result, stop_after_delay, wait_exponenti
 
 from nomnesia.suite.errors import BackendUnavailable
 
-from .part import READY_TIMEOUT, EngineHost, EnginePart, Running, _tail, describe_exit
-from .postgres_part import PG_DATABASE, PG_USER, POSTGRES_WHEEL, PostgresPart, postgres_bin_dir
+from .part import READY_TIMEOUT, EngineHost, EnginePart, Running, _tail
+from .postgres_part import (
+    PG_DATABASE,
+    PG_USER,
+    POSTGRES_WHEEL,
+    PostgresPart,
+    postgres_bin_dir,
+    psql_argv,
+    run_tool,
+)
 
 __all__ = ["TOPOLOGIES", "Member", "PostgresPair"]
 
@@ -185,12 +193,10 @@ class PostgresPair(EnginePart):
     def _sql(self, host: EngineHost, member: Member, sql: str) -> str:
         """Run ``sql`` on ``member`` with the build's psql; its output."""
         assert self._bin is not None
-        argv = [str(self._bin / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-                "-h", "127.0.0.1", "-p", str(member.port), "-U", PG_USER, "-d", PG_DATABASE,
-                "-c", sql]
         try:
-            done = subprocess.run(argv, capture_output=True, timeout=READY_TIMEOUT
-                                  * host.slowdown, check=False)
+            done = subprocess.run([*psql_argv(self._bin, member.port), "-c", sql],
+                                  capture_output=True, timeout=READY_TIMEOUT * host.slowdown,
+                                  check=False)
         except subprocess.TimeoutExpired as exc:
             raise BackendUnavailable(self.engine, f"{sql!r} on {member.name} timed out") from exc
         if done.returncode != 0:
@@ -201,18 +207,8 @@ class PostgresPair(EnginePart):
     def _tool(self, host: EngineHost, log: Path, tool: str, *args: str) -> None:
         """Run one of the build's tools as the engines' user, to completion (bounded)."""
         bin_dir = self._bin or self._part._postgres_bin(host)
-        running = host.launch(self.engine, [*host.emulator(self.engine), str(bin_dir / tool),
-                                            *args], log, unprivileged=True)
-        try:
-            running.proc.wait(timeout=READY_TIMEOUT * host.slowdown)
-            code: int | None = running.proc.returncode
-        except subprocess.TimeoutExpired:
-            code = None
-        finally:
-            host.discard(running)
-        if code != 0:
-            how = "timed out" if code is None else describe_exit(code)
-            raise BackendUnavailable(self.engine, f"{tool} {how}:\n{_tail(log)}")
+        run_tool(host, self.engine, [*host.emulator(self.engine), str(bin_dir / tool), *args],
+                 log, program=tool)
 
     def self_check(self, host: EngineHost, url: str) -> str:
         primary, standby = self._members

@@ -51,7 +51,7 @@ from .part import (
 
 __all__ = ["DURABLE_ON_PROCESS_KILL", "PG_DATABASE", "PG_USER", "POSTGRES_MEMORY_LIMIT",
            "POSTGRES_SETTINGS", "POSTGRES_WHEEL", "PostgresPart", "postgres_bin_dir",
-           "postgres_self_check"]
+           "postgres_self_check", "psql_argv", "run_tool"]
 
 PG_USER = "postgres"
 PG_DATABASE = "postgres"
@@ -255,21 +255,34 @@ class PostgresPart(EnginePart):
               "fsync=off", PG_DATABASE], b"CREATE EXTENSION IF NOT EXISTS vector;\n"),
         ]
         for argv, script in steps:
-            running = host.launch(self.engine, argv, log, unprivileged=True,
-                                  stdin=subprocess.DEVNULL if script is None else subprocess.PIPE)
-            try:
-                running.proc.communicate(script, timeout=READY_TIMEOUT
-                                         * host.slowdown)
-                code = running.proc.returncode
-            except subprocess.TimeoutExpired:
-                code = None
-            finally:
-                host.discard(running)
-            if code != 0:
-                program = Path(argv[len(emulator)]).name
-                how = "timed out" if code is None else describe_exit(code)
-                raise BackendUnavailable("postgres", f"{program} {how}:\n"
-                                         f"{_tail(log)}")
+            run_tool(host, self.engine, argv, log, stdin=script,
+                     program=Path(argv[len(emulator)]).name)
+
+
+def run_tool(host: EngineHost, engine: str, argv: list[str], log: Path, *,
+             stdin: bytes | None = None, program: str = "") -> None:
+    """Run one of the build's programs (initdb, pg_basebackup, pg_rewind...) as the
+    engines' user, to completion within the start-up bound; its output goes to ``log``,
+    whose tail a failure quotes."""
+    running = host.launch(engine, argv, log, unprivileged=True,
+                          stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE)
+    try:
+        running.proc.communicate(stdin, timeout=READY_TIMEOUT * host.slowdown)
+        code: int | None = running.proc.returncode
+    except subprocess.TimeoutExpired:
+        code = None
+    finally:
+        host.discard(running)
+    if code != 0:
+        how = "timed out" if code is None else describe_exit(code)
+        raise BackendUnavailable(engine, f"{program or Path(argv[0]).name} {how}:\n"
+                                 f"{_tail(log)}")
+
+
+def psql_argv(bin_dir: Path, port: int) -> list[str]:
+    """The build's ``psql`` on ``port`` of this host: quiet, unaligned, stop at an error."""
+    return [str(bin_dir / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+            "-h", "127.0.0.1", "-p", str(port), "-U", PG_USER, "-d", PG_DATABASE]
 
 
 def postgres_self_check(bin_dir: Path, port: int, log: Path | None = None, *,
@@ -282,8 +295,7 @@ def postgres_self_check(bin_dir: Path, port: int, log: Path | None = None, *,
     of failing every later search as G4, G10 and G12. ``emulated``: the CPU qemu
     emulates for the server, which a SIGILL message names instead of this one.
     """
-    argv = [str(bin_dir / "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-            "-h", "127.0.0.1", "-p", str(port), "-U", PG_USER, "-d", PG_DATABASE]
+    argv = psql_argv(bin_dir, port)
     try:
         log_start = log.stat().st_size if log is not None else 0
     except OSError:
