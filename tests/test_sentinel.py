@@ -26,7 +26,9 @@ from nomnesia.adapters.redis_log import RedisLog, drop_namespace
 from nomnesia.adapters.resp import parse_sentinel_url, resp_client, sentinel_url
 from nomnesia.adapters.tiers import TierLost, new_namespace
 
+# Failovers take seconds each: these run in ``nox -s slow``, the URL parsing in ``tests``.
 pytestmark = pytest.mark.xdist_group("redis-sentinel")
+slow = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +58,7 @@ def test_a_sentinel_url_names_sentinels_service_and_db() -> None:
             parse_sentinel_url(bad)
 
 
+@slow
 @pytest.mark.parametrize("engine", ["redis-sentinel", "valkey-sentinel"])
 async def test_one_url_reaches_the_primary_before_and_after_a_failover(
         groups: EmbeddedProvider, engine: str) -> None:
@@ -75,6 +78,7 @@ async def test_one_url_reaches_the_primary_before_and_after_a_failover(
     assert "3 Sentinels" in await asyncio.to_thread(groups.self_check, engine)
 
 
+@slow
 async def test_the_log_distrusts_itself_after_a_failover_until_rebuilt(
         groups: EmbeddedProvider) -> None:
     url = await asyncio.to_thread(groups.url, "redis-sentinel")
@@ -195,6 +199,7 @@ def _anomalies(store: Any) -> list[Any]:
                  search_staleness=store.inner.search_staleness)
 
 
+@slow
 async def test_a_store_reads_the_archive_when_a_failover_lost_log_writes(
         groups: EmbeddedProvider) -> None:
     async with _store(groups, RedisLog) as store:
@@ -204,6 +209,7 @@ async def test_a_store_reads_the_archive_when_a_failover_lost_log_writes(
         assert [e.content for e in await store.get_history("ann", 10)] == ["m1", "m2"]
 
 
+@slow
 async def test_control_a_log_trusted_after_a_failover_is_caught(
         groups: EmbeddedProvider) -> None:
     async with _store(groups, TrustingLog) as store:
@@ -219,6 +225,7 @@ async def test_control_a_log_trusted_after_a_failover_is_caught(
         assert short_id(m2) in text, text  # the acknowledged append the read missed
 
 
+@slow
 async def test_control_history_read_from_a_replica_is_caught(
         groups: EmbeddedProvider) -> None:
     """The replicas are cut off from the primary; the primary acknowledges m2; a
