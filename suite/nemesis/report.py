@@ -9,9 +9,11 @@ Availability per fault kind (:func:`attribute`) is measured on the same clock.
 Each fault owns a *window*: from the moment it began until the next fault began
 (the last one's until the load stopped). That window holds the fault, the
 store's recovery, and the steady load the runner waits for before the next
-fault, so every call the workers invoked during the run belongs to exactly one
-window (or to the baseline before the first fault). A call counts where it was
-*invoked*, whenever it completed. It was *answered* when it completed ``ok`` or
+fault, so every call the workers made during the run belongs to exactly one
+window (or to the baseline before the first fault). A call counts where it
+*ended*: one in flight when a fault began met that fault (a killed worker's
+calls end at the kill), and the calls cut short when the load stopped count
+nowhere. It was *answered* when it completed ``ok`` or
 ``fail`` (a ``fail`` is a refused input, ``ValueError``/``TypeError``: the store
 answered, as a conflicting retry must be answered), and unanswered when it
 completed ``info`` (an error, a timeout, a killed worker). Availability is
@@ -57,12 +59,12 @@ class FaultRecord:
     window: float = 0.0
     """Seconds from this fault's start to the next one's (or to the end of the load)."""
     attempted: int = 0
-    """Calls invoked in the window."""
+    """Calls that ended in the window."""
     answered: int = 0
     """Of those, the ones that completed ``ok`` or ``fail`` (not ``info``)."""
     appends_attempted: int = 0
     appends_answered: int = 0
-    """Appends invoked in the window, and those answered (``ok`` or a refused ``fail``)."""
+    """Appends that ended in the window, and those answered (``ok`` or a refused ``fail``)."""
     first_write_after: float | None = None
     """Seconds from the fault's start to the acknowledgement of the first append invoked at
     or after it, within its window; None if no append was acknowledged in the window."""
@@ -87,7 +89,7 @@ class NemesisReport:
     workers: int = 0
     replicas: int = 1
     baseline: dict[str, int] = field(default_factory=dict)
-    """Calls invoked before the first fault (the reference): ``attempted``, ``answered``,
+    """Calls that ended before the first fault (the reference): ``attempted``, ``answered``,
     ``appends_attempted``, ``appends_answered``."""
     options: dict[str, Any] = field(default_factory=dict)
     """How the run was set up beyond adapter and kinds (``engine_map``, ``lag``)."""
@@ -189,7 +191,7 @@ class NemesisReport:
             return []
         base = {key: self.baseline.get(key, 0) for key in
                 ("attempted", "answered", "appends_attempted", "appends_answered")}
-        lines = ["  availability (answered / invoked, from a fault's start to the next "
+        lines = ["  availability (calls answered / made, from a fault's start to the next "
                  "fault's; not judged):",
                  f"    before faults: calls {base['answered']}/{base['attempted']} "
                  f"({_percent(_ratio(base['answered'], base['attempted']))}), appends "
@@ -229,16 +231,18 @@ def percentiles(values: Iterable[float]) -> dict[str, float | None]:
 
 
 def attribute(history: Iterable[Op], faults: Sequence[FaultRecord], end_ns: int) -> dict[str, int]:
-    """Give each fault the calls invoked in its window; return the baseline's counts.
+    """Give each fault the calls that ended in its window; return the baseline's counts.
 
     A fault's window runs from its ``started_ns`` to the next fault's (the last one's to
     ``end_ns``, when the runner stopped the load): the fault, the recovery after it and the
-    load until the next fault. Each call belongs to the window in which it was *invoked*;
-    calls invoked before the first fault are the baseline, those invoked at or after
-    ``end_ns`` (the final worker's) belong to none. Sets each fault's ``window``,
+    load until the next fault. Each call belongs to the window in which it *ended*, so
+    a call in flight when a fault began is that fault's (by its invoke time, the calls a
+    crash killed would count against the load before it); calls that ended before the
+    first fault are the baseline, those that ended at or after ``end_ns`` (cut short by
+    the stop, or the final worker's) belong to none. Sets each fault's ``window``,
     ``attempted``, ``answered`` (``ok`` or ``fail``), ``appends_attempted``,
     ``appends_answered`` and ``first_write_after`` (from its start to the
-    acknowledgement, ``ok``, of the first append invoked in its window).
+    acknowledgement, ``ok``, of the first append invoked at or after it, in its window).
     """
     order = sorted(range(len(faults)), key=lambda i: faults[i].started_ns)
     starts = [faults[i].started_ns for i in order]
@@ -257,9 +261,9 @@ def attribute(history: Iterable[Op], faults: Sequence[FaultRecord], end_ns: int)
             invokes[op.process] = op
             continue
         inv = invokes.pop(op.process, None)
-        if inv is None or inv.time >= end_ns:
+        if inv is None or op.time >= end_ns:
             continue
-        rank = bisect.bisect_right(starts, inv.time) - 1
+        rank = bisect.bisect_right(starts, op.time) - 1
         answered = op.type in ("ok", "fail")
         if rank < 0:
             baseline["attempted"] += 1
@@ -274,7 +278,7 @@ def attribute(history: Iterable[Op], faults: Sequence[FaultRecord], end_ns: int)
         if op.f == "append":
             fault.appends_attempted += 1
             fault.appends_answered += answered
-            if op.type == "ok":
+            if op.type == "ok" and inv.time >= fault.started_ns:
                 took = round((op.time - fault.started_ns) / 1e9, 3)
                 if fault.first_write_after is None or took < fault.first_write_after:
                     fault.first_write_after = took

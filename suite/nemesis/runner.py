@@ -424,6 +424,8 @@ class _Run:
                 await self.ensure_standby()
                 if (i + 1) % 25 == 0:
                     cfg.log(f"  {i + 1}/{cfg.faults} faults, {self._since():.0f} s")
+            if self.report.faults:  # the last fault's window gets its load too, as the others
+                await self.wait_answer(time.monotonic_ns(), cfg.load_between)
             self.load_end_ns = time.monotonic_ns()  # the last fault's window ends here
             await asyncio.gather(*(self._stop(worker) for worker in list(self.live)))
             final = await self.spawn("final")
