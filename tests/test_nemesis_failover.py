@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from nomnesia.adapters.engines import EmbeddedProvider
+from nomnesia.adapters.engines.postgres_ha import PostgresPair
 from nomnesia.suite.history import Op, Rec
 from nomnesia.suite.nemesis.failover import (
     failover_engines,
@@ -282,3 +283,41 @@ async def test_a_run_with_failover_faults_measures_each_window() -> None:
     assert 0 < windows < load  # the final worker's calls are in no window
     assert report.options["failover_share"] == 0.5
     assert "availability (calls answered / made" in report.summary()
+
+
+# -- a standby cut off before the failover: the asynchronous pair loses what it acknowledged --
+
+
+@pytest.mark.xdist_group("postgres-ha")
+def test_a_detached_async_standby_is_promoted_without_the_acknowledged_row() -> None:
+    """What ``--lag`` does before each failover, on the pair alone: the row acknowledged
+    after the standby was cut off is gone once the standby is promoted, and the pair can
+    fail over again (the rejoined member streams from the new primary)."""
+    import psycopg
+
+    from nomnesia.suite.nemesis.failover import detach_standby
+
+    provider = EmbeddedProvider()
+    try:
+        url = provider.url("postgres-ha-async")
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE lag_control (x int)")
+            conn.execute("INSERT INTO lag_control VALUES (1)")
+        pair = provider._parts["postgres-ha-async"]
+        assert isinstance(pair, PostgresPair)
+        standby_port = pair.members[1].port
+        assert detach_standby(url) == f"127.0.0.1:{standby_port}"
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("INSERT INTO lag_control VALUES (2)")  # acknowledged, primary only
+        provider.failover("postgres-ha-async")
+        with psycopg.connect(url, autocommit=True) as conn:
+            rows = [r[0] for r in conn.execute("SELECT x FROM lag_control ORDER BY x")]
+            conn.execute("INSERT INTO lag_control VALUES (3)")
+        assert rows == [1], f"the promoted standby should lack the acknowledged row: {rows}"
+        assert provider.failover("postgres-ha-async")["failovers"] == 2
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert [r[0] for r in conn.execute("SELECT x FROM lag_control ORDER BY x")] == [1, 3]
+        with pytest.raises(ValueError, match="only a PostgreSQL pair"):
+            detach_standby("redis://127.0.0.1:1")
+    finally:
+        provider.close()
