@@ -321,3 +321,59 @@ def test_a_detached_async_standby_is_promoted_without_the_acknowledged_row() -> 
             detach_standby("redis://127.0.0.1:1")
     finally:
         provider.close()
+
+
+# -- whole runs on pgvector-ha (archive and index on the PostgreSQL pair) --------------------
+
+
+def _seed() -> int:
+    import os
+
+    env = os.environ.get("NOMNESIA_SEED", "").strip()
+    seed = int(env) if env else random.SystemRandom().randrange(2**32)
+    print(f"nemesis seed {seed} (replay with NOMNESIA_SEED={seed})")
+    return seed
+
+
+def _registered(name: str) -> bool:
+    from nomnesia.adapters import ADAPTERS
+
+    return name in ADAPTERS
+
+
+needs_pgvector_ha = pytest.mark.skipif(not _registered("pgvector-ha"),
+                                       reason="the pgvector-ha stack is not registered")
+
+
+@needs_pgvector_ha
+@pytest.mark.xdist_group("postgres-ha")
+async def test_pgvector_ha_keeps_every_acknowledged_append_through_failovers() -> None:
+    report = await run_nemesis(NemesisConfig(adapter="pgvector-ha", faults=8, seed=_seed(),
+                                             failover_share=0.5, log=lambda _: None))
+    print(report.summary())
+    assert "failover" in report.kinds, f"failover is not among the stack's kinds {report.kinds}"
+    assert report.passed, report.summary()
+    assert report.faults_by_kind.get("failover") == 4
+    row = report.availability["failover"]
+    assert row["rejoined_s"]["max"] is not None and row["first_write"]["max"] is not None
+    assert row["attempted"] > 0 and report.baseline["attempted"] > 0
+
+
+@needs_pgvector_ha
+@pytest.mark.xdist_group("postgres-ha")
+async def test_the_nemesis_catches_an_async_pair_losing_acknowledged_appends() -> None:
+    """The positive control: the archive on the asynchronous pair, its standby cut off
+    before each failover (``lag``). What the lone primary acknowledged is gone after the
+    promotion, and the report names the lost appends (G1)."""
+    report = await run_nemesis(NemesisConfig(
+        adapter="pgvector-ha", faults=4, kinds=("crash", "failover"), seed=_seed(),
+        failover_share=0.5, engine_map={"postgres-ha": "postgres-ha-async"},
+        targets={"failover": ("postgres-ha-async",)}, lag=1.0, log=lambda _: None))
+    print(report.summary())
+    assert not report.passed
+    assert report.faults_by_kind == {"crash": 2, "failover": 2}
+    assert {f.target for f in report.faults if f.kind == "failover"} == {"postgres-ha-async"}
+    assert report.lost, f"G1: the async pair lost nothing the nemesis saw\n{report.summary()}"
+    assert all(": " in lost and lost.split(": ", 1)[1].strip() for lost in report.lost)
+    assert "  LOST " in report.summary()
+    assert report.options["engine_map"] == {"postgres-ha": "postgres-ha-async"}
