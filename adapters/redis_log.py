@@ -1,8 +1,12 @@
 """The short-term log on Redis or Valkey, with redis-py asyncio.
 
-A namespace-wide ``intact`` key vanishes with the data when the engine
-restarts empty, so a read never trusts a log that lost entries: it raises
-``TierLost`` and the store reads the archive until ``recover()`` rebuilt it.
+A namespace-wide ``intact`` key holds the replication id of the server that was
+complete when it was set. It vanishes with the data when the engine restarts
+empty, and it names another replication history after a failover (a promoted
+replica takes a new ``master_replid``, and may lack the old primary's last
+writes). Either way a read never trusts a log that may have lost entries: it
+raises ``TierLost`` and the store reads the archive until ``recover()`` rebuilt
+it. The URL may name a Sentinel group (``resp.resp_client``).
 Per user, two keys under the store's namespace: a sorted set of serialised
 entries scored by seq (so ``tail`` is one ZRANGE, an atomic snapshot) and a
 hash from entry id to the same blob (so removal by id is exact). Every write
@@ -27,6 +31,7 @@ from nomnesia.suite.contract import Entry
 from nomnesia.suite.errors import BackendUnavailable
 
 from .bounds import clamp_limit
+from .resp import resp_client
 from .tiers import TierLost, check_namespace
 
 __all__ = ["RedisLog", "drop_namespace"]
@@ -41,10 +46,18 @@ end
 return #ARGV / 3
 """
 
+# The server's replication id, from INFO (ROLE is not allowed in scripts). A promoted
+# replica takes a new one, a replica reports its primary's.
+_REPLID = """
+local function replid()
+    return string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)')
+end
+"""
+
 # KEYS: the user's sorted set, the namespace's intact marker, and (tail_if_idle
 # only) the user's write marker. False: the log lost data; 0: a write is unfinished.
-_TAIL = """
-if redis.call('EXISTS', KEYS[2]) == 0 then return false end
+_TAIL = _REPLID + """
+if redis.call('GET', KEYS[2]) ~= replid() then return false end
 if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 return redis.call('ZRANGE', KEYS[1], ARGV[1], -1)
 """
@@ -54,11 +67,15 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0
 """
 
-_MARK_INTACT = """
+_MARK_INTACT = _REPLID + """
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], '1')
+redis.call('SET', KEYS[1], replid())
 redis.call('DEL', KEYS[2])
 return 1
+"""
+
+_INTACT = _REPLID + """
+return redis.call('GET', KEYS[1]) == replid() and 1 or 0
 """
 
 _REMOVE = """
@@ -90,15 +107,17 @@ class RedisLog:
                  timeout: float = 5.0) -> None:
         self.name = name
         self.namespace = check_namespace(namespace)
-        self._redis: Redis = Redis.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout, decode_responses=False)
+        self._client = resp_client(url, timeout=timeout, decode_responses=False)
+        self._redis: Redis = self._client.redis
         self._put = self._redis.register_script(_PUT)
         self._remove = self._redis.register_script(_REMOVE)
         self._tail = self._redis.register_script(_TAIL)
         self._mark = self._redis.register_script(_MARK_INTACT)
         self._end_write = self._redis.register_script(_END_WRITE)
-        # Present exactly while the log holds every live entry of the namespace: it
-        # vanishes with the data when the engine restarts empty (SelfChecking).
+        self._intact = self._redis.register_script(_INTACT)
+        # Equal to the server's replication id exactly while the log holds every live
+        # entry of the namespace: it vanishes with the data when the engine restarts
+        # empty, and a failover changes the id (SelfChecking).
         self._intact_key = f"{namespace}:intact"
         self._rebuild_key = f"{namespace}:rebuild"
 
@@ -147,7 +166,7 @@ class RedisLog:
         return entries
 
     async def intact(self) -> bool:
-        return bool(await self._redis.exists(self._intact_key))
+        return bool(await self._intact(keys=[self._intact_key]))
 
     async def begin_rebuild(self) -> str:
         token = secrets.token_hex(8)
@@ -169,21 +188,21 @@ class RedisLog:
         await self._redis.ping()
 
     async def aclose(self) -> None:
-        await self._redis.aclose()
+        await self._client.aclose()
 
 
 async def drop_namespace(url: str, namespace: str, *, timeout: float = 5.0,
                          name: str = "redis") -> None:
     """Delete every key of a namespace, with a client of its own (the log may be closed)."""
     check_namespace(namespace)
-    redis: Redis = Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+    client = resp_client(url, timeout=timeout)
     try:
-        await _unlink_namespace(redis, namespace)
+        await _unlink_namespace(client.redis, namespace)
     except (RedisError, OSError) as exc:
         raise BackendUnavailable(name, f"dropping namespace {namespace}: "
                                  f"{type(exc).__name__}: {exc}") from exc
     finally:
-        await redis.aclose()
+        await client.aclose()
 
 
 async def _unlink_namespace(redis: Redis, namespace: str) -> None:

@@ -83,10 +83,13 @@ class AdapterSpec:
     has a classmethod ``for_provider(provider, target, **same)`` used instead."""
     index_engine: str = ""
     """The engine kind whose URL (or held connection) the index gets."""
+    archive: str = "postgres"
+    """The engine kind of a stack's PostgreSQL archive: ``postgres``, or a replicated
+    PostgreSQL (``postgres-ha``: a primary with a synchronous standby)."""
 
     def __post_init__(self) -> None:
         if self.index:
-            wanted = {"postgres", self.log, self.index_engine}
+            wanted = {self.archive, self.log, self.index_engine}
             if not (self.log and self.index_engine) or set(self.engines) != wanted:
                 raise ValueError(f"adapter {self.name!r}: a stack needs log and index_engine, "
                                  f"and engines == {sorted(wanted)}, not {self.engines}")
@@ -176,6 +179,14 @@ ADAPTERS: dict[str, AdapterSpec] = {
                     requires=("pymilvus", "psycopg", "redis"),
                     engines=("postgres", "redis", "milvus-server"),
                     description="Redis log + Milvus server index (gRPC) + PostgreSQL archive"),
+        # Replicated engines (docs/topologies.md): every tier survives a failover.
+        AdapterSpec("pgvector-ha", log="redis-sentinel",
+                    index=f"{_INDEXES}.pgvector:PgVectorIndex", index_engine="postgres-ha",
+                    archive="postgres-ha",
+                    extras=("pgvector", "redis", "embedded"), requires=("psycopg", "redis"),
+                    engines=("postgres-ha", "redis-sentinel"),
+                    description="Redis log under Sentinel + pgvector index + PostgreSQL "
+                                "archive, on a primary with a synchronous standby"),
     )
 }
 

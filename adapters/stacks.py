@@ -55,10 +55,13 @@ async def open_engine_stack(spec: AdapterSpec | str, *,
                             summarizer: Summarizer | None = None, timeout: float = 5.0,
                             history_from_log: bool = True, pool_size: int = 8,
                             namespace: str | None = None, shared: bool = False,
-                            backends: str | None = None) -> AsyncIterator[TieredMemoryStore]:
+                            backends: str | None = None,
+                            engine_map: Mapping[str, str] | None = None,
+                            ) -> AsyncIterator[TieredMemoryStore]:
     """The stack of registry row ``spec`` (a name or an ``AdapterSpec``), as a ``store_cls``.
 
-    PostgreSQL archive + ``spec.log`` log + ``spec.index`` on ``spec.index_engine``.
+    PostgreSQL archive on ``spec.archive`` + ``spec.log`` log + ``spec.index`` on
+    ``spec.index_engine``.
     With ``provider=None`` the stack starts its own engines from
     ``get_provider(backends)`` (``"embedded"``, ``"docker"``, ``"external"`` or
     ``"auto"``; default ``NOMNESIA_BACKENDS``, else auto) and stops them on
@@ -69,6 +72,9 @@ async def open_engine_stack(spec: AdapterSpec | str, *,
     ``shared=True`` when other processes (replicas) open the same namespace.
     ``store_cls`` is a TieredMemoryStore subclass taking the same keywords
     (the nemesis's positive control, ``suite/nemesis/broken.py``, is one).
+    ``engine_map`` runs a tier on another engine kind of the same family than its
+    row says, e.g. ``{"postgres-ha": "postgres-ha-async"}``: the archive of
+    ``pgvector-ha`` on the asynchronous pair, a positive control that must lose data.
     """
     spec = _spec(spec)
     index_cls = spec.index_class()  # a missing client fails before any engine starts
@@ -84,8 +90,10 @@ async def open_engine_stack(spec: AdapterSpec | str, *,
 
             provider = get_provider(backends)
             outer.push_async_callback(asyncio.to_thread, provider.close)
-        urls: dict[str, str] = await asyncio.to_thread(provider.urls, *spec.engines)
-        pool = await create_pool(urls["postgres"], max_size=pool_size, timeout=timeout,
+        kinds = {engine: (engine_map or {}).get(engine, engine) for engine in spec.engines}
+        real = await asyncio.to_thread(provider.urls, *kinds.values())
+        urls = {engine: real[kind] for engine, kind in kinds.items()}
+        pool = await create_pool(urls[spec.archive], max_size=pool_size, timeout=timeout,
                                  application_name=namespace)
         outer.push_async_callback(pool.close)
         archive = PostgresArchive(pool, namespace)
@@ -100,7 +108,7 @@ async def open_engine_stack(spec: AdapterSpec | str, *,
         # pgvector gets the archive's pool (one pool per store), the others a URL.
         # An index class that shares state across the provider's stores (a pool of
         # Milvus server collections) is built by its ``for_provider`` instead.
-        held: dict[str, Any] = {"postgres": pool}
+        held: dict[str, Any] = {spec.archive: pool}
         target = held.get(spec.index_engine, urls[spec.index_engine])
         options: dict[str, Any] = {"namespace": namespace, "dim": embedder.dim,
                                    "timeout": timeout, "reuse": reuse}
@@ -126,8 +134,9 @@ async def drop_kept_namespace(urls: Mapping[str, str], namespace: str, *,
                               timeout: float = 5.0) -> None:
     """Remove what stacks opened with ``namespace=`` keep on exit, when done with it.
 
-    Covers PostgreSQL (archive, pgvector) and every ``redis``/``valkey`` URL given
-    (log, vector sets); not Qdrant or Milvus collections. Each engine is tried even
+    Covers PostgreSQL (archive, pgvector; ``postgres`` or a replicated kind) and every
+    Redis-protocol URL given (log, vector sets; a Sentinel group's too); not Qdrant
+    or Milvus collections. Each engine is tried even
     after another failed (an engine a fault left broken), and the first failure is
     raised at the end.
     """
@@ -135,16 +144,18 @@ async def drop_kept_namespace(urls: Mapping[str, str], namespace: str, *,
     from .redis_log import drop_namespace
 
     errors: list[Exception] = []
-    if "postgres" in urls:
+    for engine in ("postgres", "postgres-ha", "postgres-ha-async"):
+        if engine not in urls:
+            continue
         try:
-            pool = await create_pool(urls["postgres"], max_size=1, timeout=timeout)
+            pool = await create_pool(urls[engine], max_size=1, timeout=timeout)
             try:
                 await drop_schema(pool, namespace)
             finally:
                 await pool.close()
         except Exception as exc:
             errors.append(exc)
-    for engine in ("redis", "valkey"):
+    for engine in ("redis", "valkey", "redis-sentinel", "valkey-sentinel"):
         if engine in urls:
             try:
                 await drop_namespace(urls[engine], namespace, timeout=timeout, name=engine)

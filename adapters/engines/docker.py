@@ -292,10 +292,10 @@ class DockerProvider(Provider):
     def _start(self, engine: str) -> str:
         if engine == "qdrant-edge":
             return self._edge_dir()
-        if engine.startswith("postgres-ha"):
+        if engine.startswith("postgres-ha") or engine.endswith("-sentinel"):
             raise BackendUnavailable(
                 engine, "the docker provider runs single engines only; a replicated "
-                "PostgreSQL runs embedded, or give its URL with --backends external "
+                "topology runs embedded, or give its URL with --backends external "
                 "(docs/topologies.md)")
         if not docker_available():
             try:

@@ -68,6 +68,7 @@ from .postgres_part import PG_USER as PG_USER
 from .postgres_part import POSTGRES_MEMORY_LIMIT as POSTGRES_MEMORY_LIMIT
 from .postgres_part import POSTGRES_SETTINGS as POSTGRES_SETTINGS
 from .postgres_part import POSTGRES_WHEEL, PostgresPart, postgres_bin_dir, postgres_self_check
+from .resp_ha import sentinel_parts
 from .resp_part import (
     REDIS_MAXMEMORY,
     REDIS_MEMORY_FLAGS,
@@ -117,6 +118,7 @@ def engine_parts() -> dict[str, EnginePart]:
         "milvus-server": MilvusServerPart(milvus_wheel_dir),
         **{kind: PostgresPair(kind, synchronous=sync, bin_dir=postgres_bin_dir)
            for kind, sync in PG_TOPOLOGIES.items()},
+        **sentinel_parts({"redis": redis_server_path, "valkey": valkey_server_path}),
     }
 
 
@@ -257,8 +259,9 @@ class EmbeddedProvider(Provider):
     def failover(self, engine: str) -> dict[str, float | int]:
         """Fail ``engine``'s primary over to its standby, as a failover manager would.
 
-        Only a replicated topology has one (``postgres-ha``, ``postgres-ha-async``); the
-        figures it returns say what the failover took (``postgres_ha.PostgresPair``)."""
+        Only a replicated topology has one (``postgres-ha``, ``postgres-ha-async``,
+        ``redis-sentinel``, ``valkey-sentinel``); the figures it returns say what the
+        failover took (``postgres_ha.PostgresPair``, ``resp_ha.SentinelGroup``)."""
         self.url(engine)
         part = self._parts[engine]
         failover = getattr(part, "failover", None)

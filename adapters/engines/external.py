@@ -28,6 +28,8 @@ ENV_VARS: dict[str, str] = {
     "milvus-server": "NOMNESIA_MILVUS_SERVER_URL",
     "postgres-ha": "NOMNESIA_POSTGRES_HA_URL",
     "postgres-ha-async": "NOMNESIA_POSTGRES_HA_ASYNC_URL",
+    "redis-sentinel": "NOMNESIA_REDIS_SENTINEL_URL",
+    "valkey-sentinel": "NOMNESIA_VALKEY_SENTINEL_URL",
 }
 
 _EXAMPLES = {
@@ -43,6 +45,9 @@ _EXAMPLES = {
                    "(a primary with a synchronous standby)",
     "postgres-ha-async": "postgresql://user@db1:5432,db2:5432/db?target_session_attrs="
                          "read-write (a primary with an asynchronous standby)",
+    "redis-sentinel": "redis+sentinel://s1:26379,s2:26379,s3:26379/mymaster?db=0 "
+                      "(the Sentinels and the service name)",
+    "valkey-sentinel": "redis+sentinel://s1:26379,s2:26379,s3:26379/mymaster?db=0",
 }
 
 
