@@ -147,6 +147,26 @@ def test_availability_per_kind_adds_up_windows_and_takes_percentiles() -> None:
     assert "before faults: calls 0/0 (-)" in text
 
 
+def test_failovers_are_also_told_apart_by_engine() -> None:
+    ops = _Ops()
+    ops.call(1, "append", 10.5, 13.0, "ok")  # the pair's failover: first write after 3 s
+    ops.call(1, "append", 20.5, 26.0, "ok")  # the Sentinel group's: after 6 s
+    pair = _fault("failover", 10.0, rejoined_s=2.5)
+    group = _fault("failover", 20.0, rejoined_s=5.5)
+    group.target = "redis-sentinel"
+    report = _report([pair, group])
+    report.baseline = attribute(ops.history(), report.faults, end_ns=30 * S)
+    by_engine = report.failover_availability
+    assert set(by_engine) == {"failover:postgres-ha", "failover:redis-sentinel"}
+    assert by_engine["failover:postgres-ha"]["first_write"]["max"] == 3.0
+    assert by_engine["failover:redis-sentinel"]["rejoined_s"] == {"p50": 5.5, "max": 5.5}
+    assert report.availability["failover"]["first_write"] == {"p50": 6.0, "max": 6.0,
+                                                               "none": 0}
+    text = report.summary()
+    assert "\n      postgres-ha " in text and "\n      redis-sentinel " in text
+    assert "failover:redis-sentinel" in json.loads(report.dumps())["failover_availability"]
+
+
 def test_percentiles_take_the_upper_median_and_the_max() -> None:
     assert percentiles([3.0, 1.0, 2.0, 10.0]) == {"p50": 3.0, "max": 10.0}
     assert percentiles([]) == {"p50": None, "max": None}

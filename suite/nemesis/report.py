@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -117,33 +117,17 @@ class NemesisReport:
 
     @property
     def availability(self) -> dict[str, dict[str, Any]]:
-        """Per fault kind: calls answered / attempted in the kind's windows, appends
-        acknowledged / attempted, time to the first acknowledged append (p50, max), and the
-        p50 / max of every figure its injector measured (a failover's ``promoted_s``...)."""
-        by_kind: dict[str, list[FaultRecord]] = {}
-        for fault in self.faults:
-            by_kind.setdefault(fault.kind, []).append(fault)
-        result: dict[str, dict[str, Any]] = {}
-        for kind, faults in sorted(by_kind.items()):
-            attempted = sum(f.attempted for f in faults)
-            answered = sum(f.answered for f in faults)
-            writes = sum(f.appends_attempted for f in faults)
-            acked = sum(f.appends_answered for f in faults)
-            firsts = [f.first_write_after for f in faults if f.first_write_after is not None]
-            entry: dict[str, Any] = {
-                "faults": len(faults), "window_s": round(sum(f.window for f in faults), 3),
-                "attempted": attempted, "answered": answered,
-                "availability": _ratio(answered, attempted),
-                "appends_attempted": writes, "appends_answered": acked,
-                "write_availability": _ratio(acked, writes),
-                "first_write": {**percentiles(firsts),
-                                "none": sum(1 for f in faults if f.first_write_after is None)},
-            }
-            names = sorted({name for f in faults for name in f.figures})
-            for name in names:
-                entry[name] = percentiles([f.figures[name] for f in faults if name in f.figures])
-            result[kind] = entry
-        return result
+        """Per fault kind: calls answered / made in the kind's windows, appends answered /
+        made, time to the first acknowledged append (p50, max), and the p50 / max of every
+        figure its injector measured (a failover's ``promoted_s``...)."""
+        return _availability(self.faults, lambda f: f.kind)
+
+    @property
+    def failover_availability(self) -> dict[str, dict[str, Any]]:
+        """:attr:`availability` of failovers per engine (``failover:postgres-ha``...): a
+        PostgreSQL pair and a Sentinel group fail over in very different times."""
+        return _availability([f for f in self.faults if f.kind == "failover"],
+                             lambda f: f"failover:{f.target}")
 
     @property
     def passed(self) -> bool:
@@ -154,6 +138,7 @@ class NemesisReport:
         data = asdict(self)
         data.update(faults_by_kind=self.faults_by_kind, faults_by_target=self.faults_by_target,
                     recovery=self.recovery, availability=self.availability,
+                    failover_availability=self.failover_availability,
                     passed=self.passed,
                     lost_count=len(self.lost), duplicate_count=len(self.duplicates),
                     anomaly_count=len(self.anomalies))
@@ -197,9 +182,15 @@ class NemesisReport:
                  f"({_percent(_ratio(base['answered'], base['attempted']))}), appends "
                  f"{base['appends_answered']}/{base['appends_attempted']} "
                  f"({_percent(_ratio(base['appends_answered'], base['appends_attempted']))})"]
-        for kind, row in self.availability.items():
+        rows = dict(self.availability)
+        by_engine = self.failover_availability
+        if len(by_engine) > 1:  # each engine's failovers under the kind's row
+            rows = {name: row for kind, kind_row in rows.items() for name, row in
+                    [(kind, kind_row), *(by_engine.items() if kind == "failover" else [])]}
+        for kind, row in rows.items():
             first = row["first_write"]
-            text = (f"    {kind:<9} {row['faults']:>3} faults, {row['window_s']:.0f} s: "
+            label = f"  {kind.partition(':')[2]}" if ":" in kind else kind
+            text = (f"    {label:<9} {row['faults']:>3} faults, {row['window_s']:.0f} s: "
                     f"calls {row['answered']}/{row['attempted']} "
                     f"({_percent(row['availability'])}), appends {row['appends_answered']}/"
                     f"{row['appends_attempted']} ({_percent(row['write_availability'])}); "
@@ -211,6 +202,35 @@ class NemesisReport:
                     text += f"; {name[:-2]} p50 {row[name]['p50']} s, max {row[name]['max']} s"
             lines.append(text)
         return lines
+
+
+def _availability(faults: Sequence[FaultRecord],
+                  key: Callable[[FaultRecord], str]) -> dict[str, dict[str, Any]]:
+    """The figures of :attr:`NemesisReport.availability`, for ``faults`` grouped by ``key``."""
+    groups: dict[str, list[FaultRecord]] = {}
+    for fault in faults:
+        groups.setdefault(key(fault), []).append(fault)
+    result: dict[str, dict[str, Any]] = {}
+    for name, group in sorted(groups.items()):
+        attempted = sum(f.attempted for f in group)
+        answered = sum(f.answered for f in group)
+        writes = sum(f.appends_attempted for f in group)
+        acked = sum(f.appends_answered for f in group)
+        firsts = [f.first_write_after for f in group if f.first_write_after is not None]
+        entry: dict[str, Any] = {
+            "faults": len(group), "window_s": round(sum(f.window for f in group), 3),
+            "attempted": attempted, "answered": answered,
+            "availability": _ratio(answered, attempted),
+            "appends_attempted": writes, "appends_answered": acked,
+            "write_availability": _ratio(acked, writes),
+            "first_write": {**percentiles(firsts),
+                            "none": sum(1 for f in group if f.first_write_after is None)},
+        }
+        for figure in sorted({figure for f in group for figure in f.figures}):
+            entry[figure] = percentiles([f.figures[figure] for f in group
+                                         if figure in f.figures])
+        result[name] = entry
+    return result
 
 
 def _ratio(part: int, whole: int) -> float | None:
