@@ -366,8 +366,11 @@ needs_pgvector_ha = pytest.mark.skipif(not _registered("pgvector-ha"),
 
 
 @needs_pgvector_ha
+@pytest.mark.slow  # 25 s measured: 4 failovers, of which a Sentinel one takes ~5 s to settle
 @pytest.mark.xdist_group("postgres-ha")
 async def test_pgvector_ha_keeps_every_acknowledged_append_through_failovers() -> None:
+    """The synchronous pair and the Sentinel group fail over under load (default kinds:
+    crash and failover, the stack has no proxied engine); nothing acknowledged is lost."""
     report = await run_nemesis(NemesisConfig(adapter="pgvector-ha", faults=8, seed=_seed(),
                                              failover_share=0.5, log=lambda _: None))
     print(report.summary())
