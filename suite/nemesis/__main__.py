@@ -1,7 +1,7 @@
 """``python -m nomnesia.suite.nemesis --adapter pgvector --faults 200 --kinds all --out r.json``.
 
-``--adapter pgvector-ha --engine-map postgres-ha=postgres-ha-async --lag 1`` is the
-failover positive control: the archive on the asynchronous pair, its standby cut off
+``--adapter pgvector-ha --engine-map postgres-ha=postgres-ha-async --lag 1 --cascade`` is
+the failover positive control: the archive on the asynchronous pair, its standby cut off
 before each failover, must lose acknowledged appends (docs/nemesis.md).
 """
 
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .failover import FAILOVER_SHARE, parse_engine_map
+from .failover import FAILOVER_SHARE, parse_assignments
 from .runner import KINDS, NemesisConfig, kinds_of, run_nemesis
 
 
@@ -44,6 +44,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--lag", type=float, default=0.0,
                         help="before each failover, cut the standby off and load the primary "
                         "alone for SECONDS (the asynchronous pair's positive control)")
+    parser.add_argument("--cascade", action="store_true",
+                        help="a failover fails every replicated engine of the stack over, the "
+                        "drawn one first (a lost zone); with --lag, the control's loss shows "
+                        "as lost appends")
+    parser.add_argument("--mix", default="",
+                        help="workload weights to change, e.g. forget=0 (a forget that may "
+                        "follow an append excuses its loss; the async control uses this)")
     parser.add_argument("--factory", default="",
                         help="module:callable opening the store instead of the registry "
                         "(e.g. nomnesia.suite.nemesis.broken:open_late_tiers)")
@@ -57,19 +64,23 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"replicas={args.replicas} "
           + (f"engine-map={args.engine_map} " if args.engine_map else "")
           + (f"lag={args.lag:g} " if args.lag else "")
+          + ("cascade " if args.cascade else "")
+          + (f"mix={args.mix} " if args.mix else "")
           + f"seed={seed} (replay with --seed {seed})", flush=True)
     targets = {kind: tuple(t.strip() for t in text.split(",") if t.strip())
                for kind, text in (("kill", args.kill_targets),
                                   ("failover", args.failover_targets)) if text}
     try:
-        engine_map = parse_engine_map(args.engine_map)
+        engine_map = parse_assignments(args.engine_map)
+        mix = {name: float(value) for name, value in parse_assignments(args.mix).items()}
     except ValueError as exc:
         parser.error(str(exc))
     cfg = NemesisConfig(adapter=args.adapter, faults=args.faults, kinds=kinds_of(args.kinds),
                         seed=seed, timeout=args.timeout, durable_postgres=not args.async_commit,
                         store_factory=args.factory, replicas=args.replicas, targets=targets,
                         failover_share=args.failover_share, engine_map=engine_map,
-                        lag=args.lag, log=lambda line: print(line, flush=True))
+                        lag=args.lag, cascade=args.cascade, mix=mix,
+                        log=lambda line: print(line, flush=True))
     report = asyncio.run(run_nemesis(cfg))
     print(report.summary(), flush=True)
     if args.out is not None:

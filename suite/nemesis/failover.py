@@ -32,7 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 from tenacity import Retrying, retry_if_result, stop_after_delay, wait_exponential
 
 __all__ = ["FAILOVER_SHARE", "detach_standby", "failover_engines", "fault_schedule",
-           "map_engines", "parse_engine_map"]
+           "map_engines", "parse_assignments"]
 
 FAILOVER_SHARE = 1 / 3
 """The share of a run's faults that are failovers when ``failover`` is drawn among other
@@ -81,16 +81,17 @@ def fault_schedule(kinds: Sequence[str], faults: int, rng: random.Random,
     return schedule
 
 
-def parse_engine_map(text: str) -> dict[str, str]:
-    """``"postgres-ha=postgres-ha-async,redis=valkey"`` -> a dict (what replaces what)."""
+def parse_assignments(text: str) -> dict[str, str]:
+    """``"postgres-ha=postgres-ha-async,redis=valkey"`` -> a dict: the CLI's engine map
+    (what replaces what) and workload mix (``forget=0``)."""
     mapping: dict[str, str] = {}
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
-        engine, sep, replacement = (s.strip() for s in item.partition("="))
-        if not sep or not engine or not replacement:
-            raise ValueError(f"an engine map item is ENGINE=REPLACEMENT, not {item!r}")
-        mapping[engine] = replacement
+        name, sep, value = (s.strip() for s in item.partition("="))
+        if not sep or not name or not value:
+            raise ValueError(f"expected NAME=VALUE items separated by commas, not {item!r}")
+        mapping[name] = value
     return mapping
 
 

@@ -107,6 +107,18 @@ class NemesisConfig:
     """Before each failover, cut the standby off from the primary and keep the load going
     this many seconds (``failover.detach_standby``): what the primary acknowledges
     meanwhile is on it alone. The positive control of an asynchronous pair; 0: none."""
+    cascade: bool = False
+    """A failover fails every replicated engine of the stack over, the drawn one first,
+    as losing a zone takes every primary in it. In the asynchronous pair's control, the
+    Sentinel log's failover that follows makes the store rebuild its log from the archive
+    (``recover()``), so what the archive lost is gone from every read and the report
+    names it lost (G1), where the log alone would still have served it."""
+    mix: dict[str, float] = field(default_factory=dict)
+    """Fields of the workers' workload :class:`~nomnesia.suite.workload.Mix` to change.
+    ``{"forget": 0.0}`` for the asynchronous pair's control: a forget that may have taken
+    effect after an append excuses its loss (``report.account``), and at the default 2 %
+    forgets every user is forgotten within a second or two, so the losses a failover
+    causes would show only in the checker's anomalies, not as lost appends with ids."""
     log: Callable[[str], None] = print
 
 
@@ -173,6 +185,7 @@ class _Run:
         self.engines = map_engines(engines, cfg.engine_map)
         self.targets = [e for e in self.engines if e in PROXIED_ENGINES]
         self.replicated = list(failover_engines(provider, self.engines))
+        self.cascade = list(self.replicated) if cfg.cascade else []  # whatever the targets
         self.kinds = stack_kinds(cfg.kinds, networked=bool(self.targets),
                                  replicated=bool(self.replicated))
         if "failover" in self.kinds and (wanted := cfg.targets.get("failover")) is not None:
@@ -180,14 +193,22 @@ class _Run:
             if not self.replicated:
                 raise ValueError(f"failover targets {list(wanted)} name no replicated engine "
                                  f"of {cfg.adapter} ({', '.join(self.engines)})")
-        if cfg.lag and "failover" not in self.kinds:
-            raise ValueError("lag delays failovers: it needs the failover kind")
+        if (cfg.lag or cfg.cascade) and "failover" not in self.kinds:
+            raise ValueError("lag and cascade change failovers: they need the failover kind")
         options: dict[str, Any] = {}
+        if cfg.mix:
+            from ..workload import Mix
+
+            try:  # here, not in every worker's log
+                Mix(**cfg.mix)
+            except TypeError as exc:
+                raise ValueError(f"mix {cfg.mix}: {exc}") from exc
+            options["mix"] = dict(cfg.mix)
         if cfg.engine_map:
             options["engine_map"] = dict(cfg.engine_map)
         if "failover" in self.kinds:
             options.update(failover_share=round(cfg.failover_share, 4), lag=cfg.lag,
-                           failover_targets=list(self.replicated))
+                           cascade=cfg.cascade, failover_targets=list(self.replicated))
         self.report = NemesisReport(cfg.adapter, cfg.seed, list(self.kinds),
                                     replicas=cfg.replicas, options=options)
         self.urls: dict[str, str] = {}
@@ -207,7 +228,7 @@ class _Run:
             history=str(self.workdir / f"history-{generation:04d}.jsonl"), generation=generation,
             seed=self.cfg.seed, timeout=self.cfg.timeout, clients=self.cfg.clients,
             standby=True, result=str(self.workdir / "final.json"), pace=self.cfg.pace,
-            options=options, factory=self.cfg.store_factory)
+            options=options, factory=self.cfg.store_factory, mix=dict(self.cfg.mix))
 
     async def spawn(self, command: str = "load") -> _Worker:
         """Activate the warm standby with ``command`` (the next one starts after recovery,
@@ -352,7 +373,8 @@ class _Run:
 
     async def _failover(self) -> FaultRecord:
         """Fail a replicated engine over while the load goes on; with ``lag``, cut its
-        standby off first and load the lone primary for ``lag`` seconds.
+        standby off first and load the lone primary for ``lag`` seconds; with ``cascade``,
+        fail the stack's other replicated engines over after it.
 
         The provider's ``failover`` blocks for seconds (kill, promote, rewind, rejoin), so it
         runs in a thread: the workers are other processes and keep calling the store, which
@@ -360,16 +382,22 @@ class _Run:
         target = (self.replicated[0] if len(self.replicated) == 1
                   else self.rng.choice(self.replicated))
         started, started_ns, begin = self._mark()
-        detail = ""
+        details = []
         if self.cfg.lag > 0:
             await asyncio.to_thread(detach_standby, self.real[target])
             await asyncio.sleep(self.cfg.lag)  # the fault itself: the primary alone takes writes
-            detail = f"lag{self.cfg.lag:g}s"
+            details.append(f"lag{self.cfg.lag:g}s")
         figures = {name: float(value) for name, value in
                    (await asyncio.to_thread(self.provider.failover, target)).items()}
-        note = ", ".join(f"{name} {value:g}" for name, value in figures.items())
-        return FaultRecord("failover", target, detail, started, time.monotonic() - begin,
-                           note=note, started_ns=started_ns, figures=figures)
+        notes = [", ".join(f"{name} {value:g}" for name, value in figures.items())]
+        for other in (engine for engine in self.cascade if engine != target):
+            more = await asyncio.to_thread(self.provider.failover, other)
+            notes.append(f"then {other}: " + ", ".join(f"{name} {value:g}"
+                                                         for name, value in more.items()))
+            details.append(f"+{other}")
+        return FaultRecord("failover", target, "".join(details), started,
+                           time.monotonic() - begin, note="; ".join(notes),
+                           started_ns=started_ns, figures=figures)
 
     def _restart(self, target: str) -> float:
         started = time.monotonic()
