@@ -81,7 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         failover_share=args.failover_share, engine_map=engine_map,
                         lag=args.lag, cascade=args.cascade, mix=mix,
                         log=lambda line: print(line, flush=True))
-    report = asyncio.run(run_nemesis(cfg))
+    try:
+        report = asyncio.run(run_nemesis(cfg))
+    except ValueError as exc:  # a kind, target or option this stack cannot take
+        parser.error(str(exc))
     print(report.summary(), flush=True)
     if args.out is not None:
         args.out.write_text(report.dumps(), encoding="utf-8")
