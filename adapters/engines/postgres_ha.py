@@ -213,6 +213,6 @@ class PostgresPair(EnginePart):
     def self_check(self, host: EngineHost, url: str) -> str:
         primary, standby = self._members
         version = self._sql(host, primary, "SHOW server_version;").strip()
-        mode = "synchronous" if self.synchronous else "asynchronous"
-        return (f"PostgreSQL {version}, primary :{primary.port} streaming to a {mode} "
+        mode = "a synchronous" if self.synchronous else "an asynchronous"
+        return (f"PostgreSQL {version}, primary :{primary.port} streaming to {mode} "
                 f"standby :{standby.port}")
