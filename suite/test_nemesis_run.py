@@ -16,7 +16,7 @@ from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11, G12
 def test_nemesis(request: pytest.FixtureRequest) -> None:
     """Crashed clients, paused and killed engines, a lying network: nothing acknowledged is lost.
 
-    Runs with ``--adapter NAME --nemesis crash,pause,kill,net`` (or ``all``) and
+    Runs with ``--adapter NAME --nemesis crash,pause,kill,net,failover`` (or ``all``) and
     ``--nemesis-faults N``; skipped otherwise, because it needs engines it can
     signal (the embedded provider) and takes minutes.
 

@@ -1,4 +1,9 @@
-"""``python -m nomnesia.suite.nemesis --adapter pgvector --faults 200 --kinds all --out r.json``."""
+"""``python -m nomnesia.suite.nemesis --adapter pgvector --faults 200 --kinds all --out r.json``.
+
+``--adapter pgvector-ha --engine-map postgres-ha=postgres-ha-async --lag 1 --cascade`` is
+the failover positive control: the archive on the asynchronous pair, its standby cut off
+before each failover, must lose acknowledged appends (docs/nemesis.md).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .failover import FAILOVER_SHARE, parse_assignments
 from .runner import KINDS, NemesisConfig, kinds_of, run_nemesis
 
 
@@ -18,13 +24,33 @@ def main(argv: Sequence[str] | None = None) -> int:
                                      "history checker (docs/nemesis.md).")
     parser.add_argument("--adapter", default="pgvector")
     parser.add_argument("--faults", type=int, default=200)
-    parser.add_argument("--kinds", default=",".join(KINDS),
-                        help=f"comma-separated subset of {','.join(KINDS)} (or all)")
+    parser.add_argument("--kinds", default="all",
+                        help=f"comma-separated subset of {','.join(KINDS)}, or all (default): "
+                        "every kind that applies to the stack (failover: a replicated engine)")
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=1.0, help="the store's backend timeout")
     parser.add_argument("--out", type=Path, default=None, help="write the report as JSON")
     parser.add_argument("--kill-targets", default="",
                         help="engines the kill fault may hit, e.g. postgres (default: all)")
+    parser.add_argument("--failover-targets", default="",
+                        help="replicated engines the failover fault may hit, e.g. postgres-ha "
+                        "(default: all)")
+    parser.add_argument("--failover-share", type=float, default=FAILOVER_SHARE,
+                        help="share of the faults that are failovers when failover is among "
+                        f"other kinds (default {FAILOVER_SHARE:.3f})")
+    parser.add_argument("--engine-map", default="",
+                        help="substitute engine kinds in the stack, e.g. "
+                        "postgres-ha=postgres-ha-async (the stack opener's engine_map)")
+    parser.add_argument("--lag", type=float, default=0.0,
+                        help="before each failover, cut the standby off and load the primary "
+                        "alone for SECONDS (the asynchronous pair's positive control)")
+    parser.add_argument("--cascade", action="store_true",
+                        help="a failover fails every replicated engine of the stack over, the "
+                        "drawn one first (a lost zone); with --lag, the control's loss shows "
+                        "as lost appends")
+    parser.add_argument("--mix", default="",
+                        help="workload weights to change, e.g. forget=0 (a forget that may "
+                        "follow an append excuses its loss; the async control uses this)")
     parser.add_argument("--factory", default="",
                         help="module:callable opening the store instead of the registry "
                         "(e.g. nomnesia.suite.nemesis.broken:open_late_tiers)")
@@ -36,14 +62,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     print(f"nemesis: adapter={args.adapter} faults={args.faults} kinds={args.kinds} "
           f"replicas={args.replicas} "
-          f"seed={seed} (replay with --seed {seed})", flush=True)
+          + (f"engine-map={args.engine_map} " if args.engine_map else "")
+          + (f"lag={args.lag:g} " if args.lag else "")
+          + ("cascade " if args.cascade else "")
+          + (f"mix={args.mix} " if args.mix else "")
+          + f"seed={seed} (replay with --seed {seed})", flush=True)
+    targets = {kind: tuple(t.strip() for t in text.split(",") if t.strip())
+               for kind, text in (("kill", args.kill_targets),
+                                  ("failover", args.failover_targets)) if text}
+    try:
+        engine_map = parse_assignments(args.engine_map)
+        mix = {name: float(value) for name, value in parse_assignments(args.mix).items()}
+    except ValueError as exc:
+        parser.error(str(exc))
     cfg = NemesisConfig(adapter=args.adapter, faults=args.faults, kinds=kinds_of(args.kinds),
                         seed=seed, timeout=args.timeout, durable_postgres=not args.async_commit,
-                        store_factory=args.factory, replicas=args.replicas,
-                        targets={"kill": tuple(args.kill_targets.split(","))}
-                        if args.kill_targets else {},
+                        store_factory=args.factory, replicas=args.replicas, targets=targets,
+                        failover_share=args.failover_share, engine_map=engine_map,
+                        lag=args.lag, cascade=args.cascade, mix=mix,
                         log=lambda line: print(line, flush=True))
-    report = asyncio.run(run_nemesis(cfg))
+    try:
+        report = asyncio.run(run_nemesis(cfg))
+    except ValueError as exc:  # a kind, target or option this stack cannot take
+        parser.error(str(exc))
     print(report.summary(), flush=True)
     if args.out is not None:
         args.out.write_text(report.dumps(), encoding="utf-8")

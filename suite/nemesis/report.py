@@ -4,19 +4,35 @@ The workers' histories are merged on the shared monotonic clock (one machine,
 so ``CLOCK_MONOTONIC`` orders events across processes). An op in flight when
 its worker was killed gets an ``info`` completion at the moment of the kill:
 it may or may not have taken effect, which is all a crash lets anyone know.
+
+Availability per fault kind (:func:`attribute`) is measured on the same clock.
+Each fault owns a *window*: from the moment it began until the next fault began
+(the last one's until the load stopped). That window holds the fault, the
+store's recovery, and the steady load the runner waits for before the next
+fault, so every call the workers made during the run belongs to exactly one
+window (or to the baseline before the first fault). A call counts where it
+*ended*: one in flight when a fault began met that fault (a killed worker's
+calls end at the kill), and the calls cut short when the load stopped count
+nowhere. It was *answered* when it completed ``ok`` or
+``fail`` (a ``fail`` is a refused input, ``ValueError``/``TypeError``: the store
+answered, as a conflicting retry must be answered), and unanswered when it
+completed ``info`` (an error, a timeout, a killed worker). Availability is
+reported, never judged: the pass criterion stays nothing lost, nothing twice,
+no anomaly.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..history import History, Op
 
-__all__ = ["FaultRecord", "NemesisReport", "account", "merge"]
+__all__ = ["FaultRecord", "NemesisReport", "account", "attribute", "merge", "percentiles"]
 
 RECOVERY_BAR = 5.0
 """Seconds within which the store must answer again after a fault ends (issue 8)."""
@@ -35,6 +51,23 @@ class FaultRecord:
     """Seconds from the end of the fault to the first acknowledged call invoked after it;
     None if the store never answered within the bound."""
     note: str = ""
+    started_ns: int = 0
+    """When the fault began on the monotonic clock the histories use (``time.monotonic_ns``):
+    where its window starts (:func:`attribute`)."""
+    figures: dict[str, float] = field(default_factory=dict)
+    """What the fault's injector measured (a failover: ``promoted_s``, ``rejoined_s``)."""
+    window: float = 0.0
+    """Seconds from this fault's start to the next one's (or to the end of the load)."""
+    attempted: int = 0
+    """Calls that ended in the window."""
+    answered: int = 0
+    """Of those, the ones that completed ``ok`` or ``fail`` (not ``info``)."""
+    appends_attempted: int = 0
+    appends_answered: int = 0
+    """Appends that ended in the window, and those answered (``ok`` or a refused ``fail``)."""
+    first_write_after: float | None = None
+    """Seconds from the fault's start to the acknowledgement of the first append invoked at
+    or after it, within its window; None if no append was acknowledged in the window."""
 
 
 @dataclass
@@ -55,6 +88,11 @@ class NemesisReport:
     history_ops: int = 0
     workers: int = 0
     replicas: int = 1
+    baseline: dict[str, int] = field(default_factory=dict)
+    """Calls that ended before the first fault (the reference): ``attempted``, ``answered``,
+    ``appends_attempted``, ``appends_answered``."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """How the run was set up beyond adapter and kinds (``engine_map``, ``lag``)."""
 
     @property
     def faults_by_kind(self) -> dict[str, int]:
@@ -78,6 +116,20 @@ class NemesisReport:
                 "never": unanswered}
 
     @property
+    def availability(self) -> dict[str, dict[str, Any]]:
+        """Per fault kind: calls answered / made in the kind's windows, appends answered /
+        made, time to the first acknowledged append (p50, max), and the p50 / max of every
+        figure its injector measured (a failover's ``promoted_s``...)."""
+        return _availability(self.faults, lambda f: f.kind)
+
+    @property
+    def failover_availability(self) -> dict[str, dict[str, Any]]:
+        """:attr:`availability` of failovers per engine (``failover:postgres-ha``...): a
+        PostgreSQL pair and a Sentinel group fail over in very different times."""
+        return _availability([f for f in self.faults if f.kind == "failover"],
+                             lambda f: f"failover:{f.target}")
+
+    @property
     def passed(self) -> bool:
         return (not self.lost and not self.duplicates and not self.anomalies
                 and not self.errors and self.recovery["over_bar"] == 0)
@@ -85,7 +137,9 @@ class NemesisReport:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data.update(faults_by_kind=self.faults_by_kind, faults_by_target=self.faults_by_target,
-                    recovery=self.recovery, passed=self.passed,
+                    recovery=self.recovery, availability=self.availability,
+                    failover_availability=self.failover_availability,
+                    passed=self.passed,
                     lost_count=len(self.lost), duplicate_count=len(self.duplicates),
                     anomaly_count=len(self.anomalies))
         return data
@@ -108,12 +162,147 @@ class NemesisReport:
             f"  answered again after a fault: p50 {rec['p50']} s, p99 {rec['p99']} s, "
             f"max {rec['max']} s; over {RECOVERY_BAR:g} s: {rec['over_bar']}",
         ]
+        lines += self._availability_lines()
         lines += [f"  LOST {x}" for x in self.lost[:5]]
         lines += [f"  DUPLICATE {x}" for x in self.duplicates[:5]]
         lines += [f"  ANOMALY {a}" for a in self.anomalies[:5]]
         lines += [f"  ERROR {e}" for e in self.errors[:5]]
         lines.append("  PASS" if self.passed else "  FAIL")
         return "\n".join(lines)
+
+    def _availability_lines(self) -> list[str]:
+        """The availability table of :meth:`summary` (reported, not judged)."""
+        if not self.faults:
+            return []
+        base = {key: self.baseline.get(key, 0) for key in
+                ("attempted", "answered", "appends_attempted", "appends_answered")}
+        lines = ["  availability (calls answered / made, from a fault's start to the next "
+                 "fault's; not judged):",
+                 f"    before faults: calls {base['answered']}/{base['attempted']} "
+                 f"({_percent(_ratio(base['answered'], base['attempted']))}), appends "
+                 f"{base['appends_answered']}/{base['appends_attempted']} "
+                 f"({_percent(_ratio(base['appends_answered'], base['appends_attempted']))})"]
+        rows = dict(self.availability)
+        by_engine = self.failover_availability
+        if len(by_engine) > 1:  # each engine's failovers under the kind's row
+            rows = {name: row for kind, kind_row in rows.items() for name, row in
+                    [(kind, kind_row), *(by_engine.items() if kind == "failover" else [])]}
+        for kind, row in rows.items():
+            first = row["first_write"]
+            label = f"  {kind.partition(':')[2]}" if ":" in kind else kind
+            text = (f"    {label:<9} {row['faults']:>3} faults, {row['window_s']:.0f} s: "
+                    f"calls {row['answered']}/{row['attempted']} "
+                    f"({_percent(row['availability'])}), appends {row['appends_answered']}/"
+                    f"{row['appends_attempted']} ({_percent(row['write_availability'])}); "
+                    f"first write p50 {first['p50']} s, max {first['max']} s")
+            if first["none"]:
+                text += f", none in {first['none']} window(s)"
+            for name in ("promoted_s", "rejoined_s"):
+                if name in row:
+                    text += f"; {name[:-2]} p50 {row[name]['p50']} s, max {row[name]['max']} s"
+            lines.append(text)
+        return lines
+
+
+def _availability(faults: Sequence[FaultRecord],
+                  key: Callable[[FaultRecord], str]) -> dict[str, dict[str, Any]]:
+    """The figures of :attr:`NemesisReport.availability`, for ``faults`` grouped by ``key``."""
+    groups: dict[str, list[FaultRecord]] = {}
+    for fault in faults:
+        groups.setdefault(key(fault), []).append(fault)
+    result: dict[str, dict[str, Any]] = {}
+    for name, group in sorted(groups.items()):
+        attempted = sum(f.attempted for f in group)
+        answered = sum(f.answered for f in group)
+        writes = sum(f.appends_attempted for f in group)
+        acked = sum(f.appends_answered for f in group)
+        firsts = [f.first_write_after for f in group if f.first_write_after is not None]
+        entry: dict[str, Any] = {
+            "faults": len(group), "window_s": round(sum(f.window for f in group), 3),
+            "attempted": attempted, "answered": answered,
+            "availability": _ratio(answered, attempted),
+            "appends_attempted": writes, "appends_answered": acked,
+            "write_availability": _ratio(acked, writes),
+            "first_write": {**percentiles(firsts),
+                            "none": sum(1 for f in group if f.first_write_after is None)},
+        }
+        for figure in sorted({figure for f in group for figure in f.figures}):
+            entry[figure] = percentiles([f.figures[figure] for f in group
+                                         if figure in f.figures])
+        result[name] = entry
+    return result
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def _percent(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio * 100:.1f}%"
+
+
+def percentiles(values: Iterable[float]) -> dict[str, float | None]:
+    """p50 and max of ``values`` (rounded to ms), as :attr:`NemesisReport.recovery` takes
+    them: the p50 is the upper median (``sorted[n // 2]``); None for no values."""
+    ordered = sorted(values)
+    if not ordered:
+        return {"p50": None, "max": None}
+    return {"p50": round(ordered[len(ordered) // 2], 3), "max": round(ordered[-1], 3)}
+
+
+def attribute(history: Iterable[Op], faults: Sequence[FaultRecord], end_ns: int) -> dict[str, int]:
+    """Give each fault the calls that ended in its window; return the baseline's counts.
+
+    A fault's window runs from its ``started_ns`` to the next fault's (the last one's to
+    ``end_ns``, when the runner stopped the load): the fault, the recovery after it and the
+    load until the next fault. Each call belongs to the window in which it *ended*, so
+    a call in flight when a fault began is that fault's (by its invoke time, the calls a
+    crash killed would count against the load before it); calls that ended before the
+    first fault are the baseline, those that ended at or after ``end_ns`` (cut short by
+    the stop, or the final worker's) belong to none. Sets each fault's ``window``,
+    ``attempted``, ``answered`` (``ok`` or ``fail``), ``appends_attempted``,
+    ``appends_answered`` and ``first_write_after`` (from its start to the
+    acknowledgement, ``ok``, of the first append invoked at or after it, in its window).
+    """
+    order = sorted(range(len(faults)), key=lambda i: faults[i].started_ns)
+    starts = [faults[i].started_ns for i in order]
+    for rank, i in enumerate(order):
+        fault = faults[i]
+        until = starts[rank + 1] if rank + 1 < len(order) else max(end_ns, fault.started_ns)
+        fault.window = round((until - fault.started_ns) / 1e9, 3)
+        fault.attempted = fault.answered = 0
+        fault.appends_attempted = fault.appends_answered = 0
+        fault.first_write_after = None
+    baseline = dict.fromkeys(("attempted", "answered", "appends_attempted", "appends_answered"),
+                             0)
+    invokes: dict[int, Op] = {}
+    for op in history:
+        if op.type == "invoke":
+            invokes[op.process] = op
+            continue
+        inv = invokes.pop(op.process, None)
+        if inv is None or op.time >= end_ns:
+            continue
+        rank = bisect.bisect_right(starts, op.time) - 1
+        answered = op.type in ("ok", "fail")
+        if rank < 0:
+            baseline["attempted"] += 1
+            baseline["answered"] += answered
+            if op.f == "append":
+                baseline["appends_attempted"] += 1
+                baseline["appends_answered"] += answered
+            continue
+        fault = faults[order[rank]]
+        fault.attempted += 1
+        fault.answered += answered
+        if op.f == "append":
+            fault.appends_attempted += 1
+            fault.appends_answered += answered
+            if op.type == "ok" and inv.time >= fault.started_ns:
+                took = round((op.time - fault.started_ns) / 1e9, 3)
+                if fault.first_write_after is None or took < fault.first_write_after:
+                    fault.first_write_after = took
+    return baseline
 
 
 def merge(generations: Iterable[tuple[Sequence[Op], int | None]]) -> History:

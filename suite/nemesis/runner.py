@@ -8,6 +8,14 @@ Between bursts of load the runner injects one fault, seeded:
 - ``pause``: SIGSTOP an engine's process group, hold, SIGCONT.
 - ``kill``: SIGKILL an engine, restart it on the same port and data dir.
 - ``net``: the proxy adds latency, resets, black-holes or drops replies, then heals.
+- ``failover``: the provider fails a replicated engine over (``postgres-ha``: kill the
+  primary, promote the standby, rejoin the old primary as standby), in a thread while
+  the load goes on; the same URL reaches the new primary. See ``failover.py``.
+
+Every kind applies to a stack only where it has something to hit: ``pause``, ``kill``
+and ``net`` need a networked engine behind a proxy, ``failover`` a replicated engine.
+The default (every kind, ``--kinds all``) is every kind that applies; a kind named
+explicitly that does not apply is an error.
 
 Then it waits for the store to answer again (the first acknowledged call
 invoked after the fault ended). At the end a last worker recovers, reads
@@ -43,13 +51,20 @@ from nomnesia.adapters.engines import launcher
 from nomnesia.adapters.stacks import drop_kept_namespace
 
 from ..history import Op
+from .failover import (
+    FAILOVER_SHARE,
+    detach_standby,
+    failover_engines,
+    fault_schedule,
+    map_engines,
+)
 from .provider import PROXIED_ENGINES, ProxiedProvider
-from .report import FaultRecord, NemesisReport, account, merge
+from .report import FaultRecord, NemesisReport, account, attribute, merge
 from .worker import WorkerConfig, read_ops
 
-__all__ = ["KINDS", "NET_MODES", "NemesisConfig", "run_nemesis"]
+__all__ = ["KINDS", "NET_MODES", "NemesisConfig", "run_nemesis", "stack_kinds"]
 
-KINDS: tuple[str, ...] = ("crash", "pause", "kill", "net")
+KINDS: tuple[str, ...] = ("crash", "pause", "kill", "net", "failover")
 NET_MODES: tuple[str, ...] = ("latency", "reset", "blackhole", "drop-replies")
 ANSWER_BOUND = 30.0
 """Seconds the runner waits for the store to answer after a fault before giving up on it."""
@@ -81,6 +96,29 @@ class NemesisConfig:
     replicas: int = 1
     """Load workers running at once on the namespace; above 1 their stores get ``shared=True``
     (unless ``store_options`` says otherwise)."""
+    failover_share: float = FAILOVER_SHARE
+    """Share of the faults that are failovers when ``failover`` is among other kinds
+    (``failover.fault_schedule``)."""
+    engine_map: dict[str, str] = field(default_factory=dict)
+    """Engine kinds substituted in the stack (``{"postgres-ha": "postgres-ha-async"}``),
+    passed to the stack opener as ``engine_map``; the runner starts and faults the
+    substitutes."""
+    lag: float = 0.0
+    """Before each failover, cut the standby off from the primary and keep the load going
+    this many seconds (``failover.detach_standby``): what the primary acknowledges
+    meanwhile is on it alone. The positive control of an asynchronous pair; 0: none."""
+    cascade: bool = False
+    """A failover fails every replicated engine of the stack over, the drawn one first,
+    as losing a zone takes every primary in it. In the asynchronous pair's control, the
+    Sentinel log's failover that follows makes the store rebuild its log from the archive
+    (``recover()``), so what the archive lost is gone from every read and the report
+    names it lost (G1), where the log alone would still have served it."""
+    mix: dict[str, float] = field(default_factory=dict)
+    """Fields of the workers' workload :class:`~nomnesia.suite.workload.Mix` to change.
+    ``{"forget": 0.0}`` for the asynchronous pair's control: a forget that may have taken
+    effect after an append excuses its loss (``report.account``), and at the default 2 %
+    forgets every user is forgotten within a second or two, so the losses a failover
+    causes would show only in the checker's anomalies, not as lost appends with ids."""
     log: Callable[[str], None] = print
 
 
@@ -139,15 +177,43 @@ class _Run:
         self.live: list[_Worker] = []  # load workers running now (``replicas`` of them)
         self.standby: _Worker | None = None
         self.generations = 0
-        self.report = NemesisReport(cfg.adapter, cfg.seed, list(cfg.kinds),
-                                    replicas=cfg.replicas)
         self.t0 = time.monotonic()
         from nomnesia.adapters import ADAPTERS
 
-        self.engines = tuple(ADAPTERS[cfg.adapter].engines) if cfg.adapter in ADAPTERS else (
+        engines = tuple(ADAPTERS[cfg.adapter].engines) if cfg.adapter in ADAPTERS else (
             "postgres", "redis")
+        self.engines = map_engines(engines, cfg.engine_map)
         self.targets = [e for e in self.engines if e in PROXIED_ENGINES]
+        self.replicated = list(failover_engines(provider, self.engines))
+        self.cascade = list(self.replicated) if cfg.cascade else []  # whatever the targets
+        self.kinds = stack_kinds(cfg.kinds, networked=bool(self.targets),
+                                 replicated=bool(self.replicated))
+        if "failover" in self.kinds and (wanted := cfg.targets.get("failover")) is not None:
+            self.replicated = [e for e in self.replicated if e in wanted]
+            if not self.replicated:
+                raise ValueError(f"failover targets {list(wanted)} name no replicated engine "
+                                 f"of {cfg.adapter} ({', '.join(self.engines)})")
+        if (cfg.lag or cfg.cascade) and "failover" not in self.kinds:
+            raise ValueError("lag and cascade change failovers: they need the failover kind")
+        options: dict[str, Any] = {}
+        if cfg.mix:
+            from ..workload import Mix
+
+            try:  # here, not in every worker's log
+                Mix(**cfg.mix)
+            except TypeError as exc:
+                raise ValueError(f"mix {cfg.mix}: {exc}") from exc
+            options["mix"] = dict(cfg.mix)
+        if cfg.engine_map:
+            options["engine_map"] = dict(cfg.engine_map)
+        if "failover" in self.kinds:
+            options.update(failover_share=round(cfg.failover_share, 4), lag=cfg.lag,
+                           cascade=cfg.cascade, failover_targets=list(self.replicated))
+        self.report = NemesisReport(cfg.adapter, cfg.seed, list(self.kinds),
+                                    replicas=cfg.replicas, options=options)
         self.urls: dict[str, str] = {}
+        self.real: dict[str, str] = {}
+        self.load_end_ns: int | None = None
 
     # -- workers ------------------------------------------------------------------------
 
@@ -155,12 +221,14 @@ class _Run:
         options = dict(self.cfg.store_options)
         if self.cfg.replicas > 1:
             options.setdefault("shared", True)
+        if self.cfg.engine_map:
+            options.setdefault("engine_map", dict(self.cfg.engine_map))
         return WorkerConfig(
             adapter=self.cfg.adapter, urls=self.urls, namespace=self.namespace,
             history=str(self.workdir / f"history-{generation:04d}.jsonl"), generation=generation,
             seed=self.cfg.seed, timeout=self.cfg.timeout, clients=self.cfg.clients,
             standby=True, result=str(self.workdir / "final.json"), pace=self.cfg.pace,
-            options=options, factory=self.cfg.store_factory)
+            options=options, factory=self.cfg.store_factory, mix=dict(self.cfg.mix))
 
     async def spawn(self, command: str = "load") -> _Worker:
         """Activate the warm standby with ``command`` (the next one starts after recovery,
@@ -256,32 +324,42 @@ class _Run:
     def _since(self) -> float:
         return round(time.monotonic() - self.t0, 3)
 
+    def _mark(self) -> tuple[float, int, float]:
+        """Now, three ways: seconds since the run started (the report's), monotonic ns (the
+        histories' clock, where the fault's window starts) and monotonic seconds."""
+        now_ns = time.monotonic_ns()
+        return round(now_ns / 1e9 - self.t0, 3), now_ns, now_ns / 1e9
+
     async def fault(self, kind: str) -> FaultRecord:
         rng = self.rng
         hold = rng.uniform(*self.cfg.hold)
-        begin = time.monotonic()
         if kind == "crash":
             await self._standby_ready()
-            started, begin = self._since(), time.monotonic()
+            started, started_ns, begin = self._mark()
             await self.kill_worker()
             await self.spawn()
-            return FaultRecord("crash", "client", "", started, time.monotonic() - begin)
+            return FaultRecord("crash", "client", "", started, time.monotonic() - begin,
+                               started_ns=started_ns)
+        if kind == "failover":
+            return await self._failover()
         allowed = self.cfg.targets.get(kind)
         target = rng.choice([t for t in self.targets if allowed is None or t in allowed]
                             or self.targets)
-        started = self._since()
+        started, started_ns, begin = self._mark()
         if kind == "pause":
             self.control.pause(target)
             try:
                 await asyncio.sleep(hold)  # the fault's duration, not a wait for the store
             finally:
                 self.control.resume(target)
-            return FaultRecord("pause", target, "", started, time.monotonic() - begin)
+            return FaultRecord("pause", target, "", started, time.monotonic() - begin,
+                               started_ns=started_ns)
         if kind == "kill":
             await asyncio.to_thread(self.control.kill, target)
             restart = await asyncio.to_thread(self._restart, target)
             return FaultRecord("kill", target, "", started, time.monotonic() - begin,
-                               note=f"engine answered {restart:.3f} s after restart")
+                               note=f"engine answered {restart:.3f} s after restart",
+                               started_ns=started_ns)
         mode = rng.choice(NET_MODES)
         latency = rng.choice((20.0, 100.0, 500.0)) if mode == "latency" else 0.0
         self.proxied.set_mode(target, mode, latency)
@@ -290,7 +368,36 @@ class _Run:
         finally:
             self.proxied.set_mode(target, "pass")
         detail = f"{mode}{int(latency)}ms" if latency else mode
-        return FaultRecord("net", target, detail, started, time.monotonic() - begin)
+        return FaultRecord("net", target, detail, started, time.monotonic() - begin,
+                           started_ns=started_ns)
+
+    async def _failover(self) -> FaultRecord:
+        """Fail a replicated engine over while the load goes on; with ``lag``, cut its
+        standby off first and load the lone primary for ``lag`` seconds; with ``cascade``,
+        fail the stack's other replicated engines over after it.
+
+        The provider's ``failover`` blocks for seconds (kill, promote, rewind, rejoin), so it
+        runs in a thread: the workers are other processes and keep calling the store, which
+        is what the availability figures of the fault's window measure."""
+        target = (self.replicated[0] if len(self.replicated) == 1
+                  else self.rng.choice(self.replicated))
+        started, started_ns, begin = self._mark()
+        details = []
+        if self.cfg.lag > 0:
+            await asyncio.to_thread(detach_standby, self.real[target])
+            await asyncio.sleep(self.cfg.lag)  # the fault itself: the primary alone takes writes
+            details.append(f"lag{self.cfg.lag:g}s")
+        figures = {name: float(value) for name, value in
+                   (await asyncio.to_thread(self.provider.failover, target)).items()}
+        notes = [", ".join(f"{name} {value:g}" for name, value in figures.items())]
+        for other in (engine for engine in self.cascade if engine != target):
+            more = await asyncio.to_thread(self.provider.failover, other)
+            notes.append(f"then {other}: " + ", ".join(f"{name} {value:g}"
+                                                         for name, value in more.items()))
+            details.append(f"+{other}")
+        return FaultRecord("failover", target, "".join(details), started,
+                           time.monotonic() - begin, note="; ".join(notes),
+                           started_ns=started_ns, figures=figures)
 
     def _restart(self, target: str) -> float:
         started = time.monotonic()
@@ -315,10 +422,11 @@ class _Run:
 
     async def _run(self, real: dict[str, str]) -> NemesisReport:
         cfg = self.cfg
+        self.real = real
         if cfg.durable_postgres and "postgres" in real:
             await asyncio.to_thread(_synchronous_commit, real["postgres"])
         self.urls = await asyncio.to_thread(self.proxied.urls, *self.engines)
-        if {"pause", "kill"} & set(cfg.kinds):
+        if {"pause", "kill"} & set(self.kinds):
             from nomnesia.adapters.engines import EngineControl
 
             self.control = EngineControl(self.provider)
@@ -326,12 +434,13 @@ class _Run:
             for _ in range(cfg.replicas):
                 await self.spawn()
             await self.ensure_standby()
+            schedule = fault_schedule(self.kinds, cfg.faults, self.rng, cfg.failover_share)
             for i in range(cfg.faults):
                 if await self.wait_answer(time.monotonic_ns(), cfg.load_between) is None:
                     self.report.errors.append(f"no load before fault {i}: the store stopped "
                                               "answering")
                     break
-                kind = self.rng.choice(cfg.kinds)
+                kind = schedule[i] if schedule is not None else self.rng.choice(self.kinds)
                 try:
                     record = await self.fault(kind)
                 except Exception as exc:  # the nemesis itself failed (e.g. an engine restart)
@@ -343,6 +452,9 @@ class _Run:
                 await self.ensure_standby()
                 if (i + 1) % 25 == 0:
                     cfg.log(f"  {i + 1}/{cfg.faults} faults, {self._since():.0f} s")
+            if self.report.faults:  # the last fault's window gets its load too, as the others
+                await self.wait_answer(time.monotonic_ns(), cfg.load_between)
+            self.load_end_ns = time.monotonic_ns()  # the last fault's window ends here
             await asyncio.gather(*(self._stop(worker) for worker in list(self.live)))
             final = await self.spawn("final")
             await self._await_exit(final, 300, "the final worker did not finish within 300 s")
@@ -396,6 +508,8 @@ class _Run:
                 calls[f"{op.f}:{op.type}"] = calls.get(f"{op.f}:{op.type}", 0) + 1
         report.operations = {k: outcomes.get(k, 0) for k in ("ok", "fail", "info")}
         report.operations_by_call = dict(sorted(calls.items()))
+        report.baseline = attribute(history, report.faults,
+                                    self.load_end_ns or time.monotonic_ns())
         result_path = self.workdir / "final.json"
         if not result_path.exists():
             report.errors.append("no final state: the final worker wrote no result")
@@ -425,7 +539,7 @@ def _synchronous_commit(url: str) -> None:
 async def run_nemesis(cfg: NemesisConfig, provider: Any = None) -> NemesisReport:
     """Run the nemesis on ``cfg.adapter``; with no provider, on embedded engines of its own."""
     unknown = set(cfg.kinds) - set(KINDS)
-    if unknown:
+    if unknown or not cfg.kinds:
         raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
     own = provider is None
     if own:
@@ -442,6 +556,27 @@ async def run_nemesis(cfg: NemesisConfig, provider: Any = None) -> NemesisReport
     finally:
         if own:
             await asyncio.to_thread(provider.close)
+
+
+def stack_kinds(kinds: Sequence[str], *, networked: bool, replicated: bool) -> tuple[str, ...]:
+    """The fault kinds a run on this stack draws from.
+
+    ``pause``, ``kill`` and ``net`` need a networked engine (one behind a proxy),
+    ``failover`` a replicated one. Every kind (the default, ``all``) means every kind
+    that applies, so ``--kinds all`` keeps working on any stack and includes failovers
+    where there are some; a kind named explicitly that does not apply is an error,
+    not a silent run without it.
+    """
+    applies = {"crash": True, "pause": networked, "kill": networked, "net": networked,
+               "failover": replicated}
+    if tuple(kinds) == KINDS:
+        return tuple(kind for kind in KINDS if applies[kind])
+    missing = [kind for kind in kinds if not applies.get(kind, False)]
+    if missing:
+        needs = {"failover": "a replicated engine (postgres-ha ...)"}
+        raise ValueError("fault kinds that do not apply to this stack: " + ", ".join(
+            f"{kind} needs {needs.get(kind, 'a networked engine')}" for kind in missing))
+    return tuple(kinds)
 
 
 def kinds_of(text: str | Sequence[str]) -> tuple[str, ...]:

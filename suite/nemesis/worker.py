@@ -66,6 +66,8 @@ class WorkerConfig:
     factory: str = ""
     """``module:callable`` used instead of ``open_store(adapter)`` (e.g. a deliberately broken
     store); called with the same keyword arguments as a stack factory."""
+    mix: dict[str, float] = field(default_factory=dict)
+    """Fields of the workload's :class:`Mix` to change (``{"forget": 0.0}``)."""
 
     def dumps(self) -> str:
         data = dict(self.__dict__)
@@ -180,7 +182,7 @@ async def run(config: WorkerConfig) -> int:
     base = config.generation * 100
     workload = Workload(seed=config.seed * 1000 + config.generation,
                         ops=config.ops if config.ops is not None else sys.maxsize,
-                        processes=config.clients, users=config.users, mix=Mix())
+                        processes=config.clients, users=config.users, mix=Mix(**config.mix))
     async with AsyncExitStack() as stack:
         store = await _open(config, stack)
         logged = LoggedStore(store, history)
