@@ -147,7 +147,7 @@ for _name, _adapters in AGGREGATES.items():
 
 # Stacks whose engines the nemesis can pause, kill and cut off (docs/nemesis.md).
 NEMESIS = [a for a in ADAPTERS if a in ("pgvector", "redis", "valkey", "redis-search",
-                                        "milvus-server")]
+                                        "milvus-server", "pgvector-ha")]
 
 
 @nox.session(default=False)

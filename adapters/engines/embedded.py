@@ -256,6 +256,11 @@ class EmbeddedProvider(Provider):
             raise BackendUnavailable(engine, "the embedded provider has no such engine")
         return part.start(self)
 
+    def can_fail_over(self, engine: str) -> bool:
+        """Whether ``engine`` is a replicated topology that :meth:`failover` can fail over
+        (asked without starting anything: the nemesis picks its faults by it)."""
+        return callable(getattr(self._parts.get(engine), "failover", None))
+
     def failover(self, engine: str) -> dict[str, float | int]:
         """Fail ``engine``'s primary over to its standby, as a failover manager would.
 

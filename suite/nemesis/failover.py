@@ -44,21 +44,14 @@ DETACH_BOUND = 10.0
 def failover_engines(provider: Any, engines: Sequence[str]) -> tuple[str, ...]:
     """The engines of ``engines`` that ``provider`` can fail over, in order.
 
-    Asked without failing anything over: a provider may say so itself
-    (``can_fail_over(engine) -> bool``); otherwise an :class:`EmbeddedProvider`'s
-    engine kinds whose part has a ``failover`` (the replicated topologies) are the
-    ones. A provider with no ``failover`` method (external, docker) has none.
+    Asked without failing anything over: a provider that can fail engines over says
+    which (``can_fail_over(engine) -> bool``, :class:`EmbeddedProvider`'s replicated
+    topologies); one with no ``failover`` method (external, docker) has none.
     """
-    if not callable(getattr(provider, "failover", None)):
-        return ()
     ask = getattr(provider, "can_fail_over", None)
-    if callable(ask):
-        return tuple(engine for engine in engines if ask(engine))
-    from nomnesia.adapters.engines.embedded import engine_parts
-
-    parts = engine_parts()
-    return tuple(engine for engine in engines
-                 if callable(getattr(parts.get(engine), "failover", None)))
+    if not callable(getattr(provider, "failover", None)) or not callable(ask):
+        return ()
+    return tuple(engine for engine in engines if ask(engine))
 
 
 def fault_schedule(kinds: Sequence[str], faults: int, rng: random.Random,
