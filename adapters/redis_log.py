@@ -1,12 +1,15 @@
 """The short-term log on Redis or Valkey, with redis-py asyncio.
 
 A namespace-wide ``intact`` key holds the replication id of the server that was
-complete when it was set. It vanishes with the data when the engine restarts
-empty, and it names another replication history after a failover (a promoted
-replica takes a new ``master_replid``, and may lack the old primary's last
-writes). Either way a read never trusts a log that may have lost entries: it
-raises ``TierLost`` and the store reads the archive until ``recover()`` rebuilt
-it. The URL may name a Sentinel group (``resp.resp_client``).
+complete when it was set, and whether it had replicas then. It vanishes with the
+data when the engine restarts empty; it names another replication history after
+a failover (a promoted replica takes a new ``master_replid``, and may lack the
+old primary's last writes); and an old primary that comes back from a freeze
+after its replicas followed a promoted one still has its id but no replica (it
+may lack what the new primary took meanwhile, until Sentinel demotes it). In
+each case a read never trusts a log that may have lost entries: it raises
+``TierLost`` and the store reads the archive until ``recover()`` rebuilt it. The
+URL may name a Sentinel group (``resp.resp_client``).
 Per user, two keys under the store's namespace: a sorted set of serialised
 entries scored by seq (so ``tail`` is one ZRANGE, an atomic snapshot) and a
 hash from entry id to the same blob (so removal by id is exact). Every write
@@ -46,18 +49,28 @@ end
 return #ARGV / 3
 """
 
-# The server's replication id, from INFO (ROLE is not allowed in scripts). A promoted
-# replica takes a new one, a replica reports its primary's.
+# What the intact marker vouches under: the server's replication id, from INFO (ROLE
+# is not allowed in scripts), and whether it has replicas. A promoted replica takes a
+# new id; a replica reports its primary's; a primary cut off from its replicas has 0.
 _REPLID = """
-local function replid()
-    return string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)')
+local function server()
+    local info = redis.call('INFO', 'replication')
+    local id = string.match(info, 'master_replid:(%w+)')
+    local replicas = tonumber(string.match(info, 'connected_slaves:(%d+)') or '0')
+    return id .. ':' .. (replicas > 0 and '1' or '0')
+end
+local function vouched(marker)
+    if not marker then return false end
+    local now = server()
+    return marker == now or (string.sub(marker, -2) == ':0' and
+        string.sub(marker, 1, -3) == string.sub(now, 1, -3))
 end
 """
 
 # KEYS: the user's sorted set, the namespace's intact marker, and (tail_if_idle
 # only) the user's write marker. False: the log lost data; 0: a write is unfinished.
 _TAIL = _REPLID + """
-if redis.call('GET', KEYS[2]) ~= replid() then return false end
+if not vouched(redis.call('GET', KEYS[2])) then return false end
 if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 return redis.call('ZRANGE', KEYS[1], ARGV[1], -1)
 """
@@ -69,13 +82,13 @@ return 0
 
 _MARK_INTACT = _REPLID + """
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], replid())
+redis.call('SET', KEYS[1], server())
 redis.call('DEL', KEYS[2])
 return 1
 """
 
 _INTACT = _REPLID + """
-return redis.call('GET', KEYS[1]) == replid() and 1 or 0
+return vouched(redis.call('GET', KEYS[1])) and 1 or 0
 """
 
 _REMOVE = """
@@ -115,9 +128,9 @@ class RedisLog:
         self._mark = self._redis.register_script(_MARK_INTACT)
         self._end_write = self._redis.register_script(_END_WRITE)
         self._intact = self._redis.register_script(_INTACT)
-        # Equal to the server's replication id exactly while the log holds every live
-        # entry of the namespace: it vanishes with the data when the engine restarts
-        # empty, and a failover changes the id (SelfChecking).
+        # "<replication id>:<1 if it had replicas>" of the server the log was complete
+        # on: it vanishes with the data when the engine restarts empty, a failover
+        # changes the id, a primary cut off from its replicas reads 0 (SelfChecking).
         self._intact_key = f"{namespace}:intact"
         self._rebuild_key = f"{namespace}:rebuild"
 

@@ -268,8 +268,8 @@ class _RestartingPair:
     def can_fail_over(self, engine: str) -> bool:
         return engine == "postgres"
 
-    def failover(self, engine: str) -> dict[str, float]:
-        self.calls.append(engine)
+    def failover(self, engine: str, *, freeze: bool = False) -> dict[str, float]:
+        self.calls.append(engine + (":freeze" if freeze else ""))
         began = time.monotonic()
         self.control.kill(engine)
         killed = time.monotonic()
@@ -289,7 +289,7 @@ async def test_a_run_with_failover_faults_measures_each_window() -> None:
     try:
         report = await run_nemesis(NemesisConfig(
             adapter="pgvector", faults=4, kinds=("crash", "failover"), seed=5,
-            failover_share=0.5, log=lambda _: None), provider=provider)
+            failover_share=0.5, freeze_share=0.0, log=lambda _: None), provider=provider)
     finally:
         provider.close()
     print(report.summary())
@@ -393,7 +393,8 @@ def _control(pair: str) -> NemesisConfig:
     within a second or two)."""
     return NemesisConfig(adapter="pgvector-ha", faults=1, kinds=("failover",), seed=_seed(),
                          engine_map={"postgres-ha": pair}, targets={"failover": (pair,)},
-                         lag=1.0, cascade=True, mix={"forget": 0.0}, log=lambda _: None)
+                         lag=1.0, cascade=True, mix={"forget": 0.0}, freeze_share=0.0,
+                         log=lambda _: None)
 
 
 @needs_pgvector_ha

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -95,6 +96,45 @@ async def test_the_log_distrusts_itself_after_a_failover_until_rebuilt(
     finally:
         await drop_namespace(url, log.namespace)
         await log.aclose()
+
+
+@slow
+async def test_a_primary_cut_off_from_its_replicas_is_not_trusted(
+        groups: EmbeddedProvider) -> None:
+    """What an old primary thawed after a freeze looks like while Sentinel has not yet
+    demoted it: its replication id unchanged, its replicas gone (they follow the new
+    primary). The log vouched for with replicas distrusts it until they are back."""
+    url = await asyncio.to_thread(groups.url, "redis-sentinel")
+    group = _group(groups)
+    await asyncio.to_thread(group._settle, groups)
+    log = RedisLog(url, new_namespace(), timeout=2.0)
+    try:
+        assert await log.mark_intact(await log.begin_rebuild())
+        async with _cut_off(group):
+            assert not await _until_ok(log.intact)
+            with pytest.raises(TierLost):
+                await log.tail("ann", 10)
+        await _replicated(group)
+        assert await log.intact()  # the same history, replicas back: vouched for again
+    finally:
+        await drop_namespace(url, log.namespace)
+        await log.aclose()
+
+
+@slow
+async def test_a_frozen_primary_is_failed_over_and_demoted(groups: EmbeddedProvider) -> None:
+    url = await asyncio.to_thread(groups.url, "redis-sentinel")
+    group = _group(groups)
+    old = group.primary_url
+    figures = await asyncio.to_thread(functools.partial(groups.failover, "redis-sentinel",
+                                                        freeze=True))
+    assert group.primary_url != old and figures["promoted_s"] <= figures["rejoined_s"]
+    assert old in group.replica_urls  # thawed, then demoted by the Sentinels
+    client = resp_client(url, timeout=2.0)
+    try:
+        await _until_ok(lambda: client.redis.set("after-freeze", "1"))
+    finally:
+        await client.aclose()
 
 
 # -- positive controls ---------------------------------------------------------------

@@ -81,18 +81,20 @@ def _detach(pair: PostgresPair) -> None:
     raise AssertionError("the standby's WAL receiver did not stop within 10 s")
 
 
-@pytest.mark.parametrize("engine", ["postgres-ha", "postgres-ha-async"])
+@pytest.mark.parametrize(("engine", "freeze"), [
+    ("postgres-ha", False), ("postgres-ha-async", False), ("postgres-ha", True)])
 def test_one_url_reaches_the_primary_before_and_after_a_failover(
-        pairs: EmbeddedProvider, engine: str) -> None:
+        pairs: EmbeddedProvider, engine: str, freeze: bool) -> None:
+    """Killed, or frozen and thawed beside the promoted standby before it is fenced."""
     url = pairs.url(engine)
     assert "target_session_attrs=read-write" in url and url.count("127.0.0.1:") == 2
-    table = engine.replace("-", "_") + "_failover"
+    table = engine.replace("-", "_") + ("_freeze" if freeze else "_failover")
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"CREATE TABLE {table} (x int)")
         conn.execute(f"INSERT INTO {table} VALUES (1)")
     pair = _pair(pairs, engine)
     before = pair.members[0].port
-    figures = pairs.failover(engine)
+    figures = pairs.failover(engine, freeze=freeze)
     assert pair.members[0].port != before and pair.members[1].port == before
     assert figures["failovers"] >= 1 and 0 < figures["promoted_s"] <= figures["rejoined_s"]
     with psycopg.connect(url, autocommit=True) as conn:  # the same URL, the new primary

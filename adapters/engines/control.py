@@ -38,7 +38,9 @@ from nomnesia.suite.errors import BackendUnavailable
 from ._proc import kill_group, spawn
 from .embedded import EmbeddedProvider
 from .milvus_part import _milvus_healthy
+from .part import children_of as _children
 from .part import engine_program
+from .part import proc_state as _state
 
 __all__ = ["EngineControl"]
 
@@ -119,26 +121,6 @@ def _postgres_ready(port: int) -> bool:
         return True
     except psycopg.Error:
         return False
-
-
-def _state(pid: int) -> tuple[str, int] | None:
-    """(state, parent pid) of a process, None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return fields[0], int(fields[1])
-
-
-def _children(parent: int) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            state = _state(int(name))
-            if state is not None and state[1] == parent:
-                found.append(int(name))
-    return found
 
 
 def _wait_gone(pids: list[int], within: float = 10.0) -> None:

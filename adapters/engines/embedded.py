@@ -261,8 +261,10 @@ class EmbeddedProvider(Provider):
         (asked without starting anything: the nemesis picks its faults by it)."""
         return callable(getattr(self._parts.get(engine), "failover", None))
 
-    def failover(self, engine: str) -> dict[str, float | int]:
-        """Fail ``engine``'s primary over to its standby, as a failover manager would.
+    def failover(self, engine: str, *, freeze: bool = False) -> dict[str, float | int]:
+        """Fail ``engine``'s primary over to its standby, as a failover manager would;
+        with ``freeze``, the primary is frozen (SIGSTOP) rather than killed, and thawed
+        after the promotion: the split brain of a VM pause (the parts say what follows).
 
         Only a replicated topology has one (``postgres-ha``, ``postgres-ha-async``,
         ``redis-sentinel``, ``valkey-sentinel``); the figures it returns say what the
@@ -272,7 +274,7 @@ class EmbeddedProvider(Provider):
         failover = getattr(part, "failover", None)
         if failover is None:
             raise ValueError(f"{engine} is a single instance: it has no failover")
-        result: dict[str, float | int] = failover(self)
+        result: dict[str, float | int] = failover(self, freeze=freeze)
         return result
 
     # -- self-checks -------------------------------------------------------------

@@ -20,6 +20,7 @@ new provider methods.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import signal
@@ -239,6 +240,45 @@ def _cpu_flags() -> set[str]:
         if line.startswith("flags"):
             return set(line.partition(":")[2].split())
     return set()
+
+
+def proc_state(pid: int) -> tuple[str, int] | None:
+    """(state, parent pid) of a process, from ``/proc``; None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[0], int(fields[1])
+
+
+def children_of(parent: int) -> list[int]:
+    """The processes whose parent is ``parent`` (PostgreSQL's backends, its WAL sender)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            state = proc_state(int(name))
+            if state is not None and state[1] == parent:
+                found.append(int(name))
+    return found
+
+
+def freeze(pid: int) -> list[int]:
+    """SIGSTOP a process and its children, as a scheduler stall or a VM pause would: each
+    PostgreSQL child calls ``setsid()``, so a signal to the group would miss them. The
+    pids stopped, for :func:`thaw`."""
+    stopped = [pid, *children_of(pid)]
+    for each in stopped:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(each, signal.SIGSTOP)
+    return stopped
+
+
+def thaw(pids: Sequence[int]) -> None:
+    """SIGCONT what :func:`freeze` stopped."""
+    for each in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(each, signal.SIGCONT)
 
 
 def _listening(port: int) -> bool:

@@ -35,6 +35,8 @@ from tenacity import Retrying, retry_if_result, stop_after_delay, wait_exponenti
 from nomnesia.suite.errors import BackendUnavailable
 
 from .part import READY_TIMEOUT, EngineHost, EnginePart, Running, _tail
+from .part import freeze as _freeze
+from .part import thaw as _thaw
 from .postgres_part import (
     PG_DATABASE,
     PG_USER,
@@ -48,6 +50,9 @@ from .postgres_part import (
 __all__ = ["TOPOLOGIES", "Member", "PostgresPair"]
 
 SYNC_SETTING = ("-c", "synchronous_standby_names=*")
+SPLIT_BRAIN_S = 1.0
+"""How long a frozen, then thawed, old primary runs beside the promoted standby before
+the manager fences it (``failover(freeze=True)``)."""
 WAL_KEEP = "128MB"
 
 TOPOLOGIES: dict[str, bool] = {"postgres-ha": True, "postgres-ha-async": False}
@@ -129,12 +134,27 @@ class PostgresPair(EnginePart):
 
     # -- failover ----------------------------------------------------------------
 
-    def failover(self, host: EngineHost) -> dict[str, float | int]:
-        """Kill the primary, promote the standby, rejoin the old primary as its standby."""
+    def failover(self, host: EngineHost, *, freeze: bool = False) -> dict[str, float | int]:
+        """Kill the primary, promote the standby, rejoin the old primary as its standby.
+
+        With ``freeze``, the primary is frozen (SIGSTOP, as a VM pause or a long stall)
+        instead, the standby promoted, and the old primary thawed for ``SPLIT_BRAIN_S``
+        while it still takes itself for the primary: clients whose multi-host URL names
+        it first reach it. Then the manager fences it (SIGKILL) and rejoins it. In the
+        synchronous mode its COMMITs wait for a standby it no longer has: nothing is
+        acknowledged there. In the asynchronous mode they are, and the rewind drops them.
+        """
         with self._lock:
             began = time.monotonic()
-            self.kill_primary(host)
-            promoted = self.promote(host)
+            if freeze:
+                frozen = _freeze(self._members[0].running.proc.pid)
+                promoted = self.promote(host)
+                _thaw(frozen)
+                time.sleep(SPLIT_BRAIN_S)  # the fault: two primaries, for this long
+                self.kill_primary(host)
+            else:
+                self.kill_primary(host)
+                promoted = self.promote(host)
             self.rejoin(host)
             self.failovers += 1
             return {"promoted_s": round(promoted - began, 3),

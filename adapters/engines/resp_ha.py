@@ -33,6 +33,8 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_e
 from nomnesia.suite.errors import BackendUnavailable
 
 from .part import READY_TIMEOUT, EngineHost, EnginePart, Ready, Running, _tail
+from .part import freeze as _freeze
+from .part import thaw as _thaw
 from .resp_part import (
     REDIS_MEMORY_FLAGS,
     _answers_ping,
@@ -173,24 +175,35 @@ class SentinelGroup(EnginePart):
 
     # -- failover ----------------------------------------------------------------
 
-    def failover(self, host: EngineHost) -> dict[str, float | int]:
+    def failover(self, host: EngineHost, *, freeze: bool = False) -> dict[str, float | int]:
         """SIGKILL the primary; when the Sentinels promoted a replica, rejoin the old one.
 
-        The Sentinels, not this method, pick the new primary, and may fail over again on
-        their own (a loaded machine can miss ``down-after`` pings): each wait asks them
-        what the group is now, and the figures cover whatever they did."""
+        With ``freeze``, the primary is frozen (SIGSTOP) past ``down-after`` instead, and
+        thawed once the Sentinels promoted a replica: it comes back taking itself for
+        the primary, with the data it had, until the Sentinels demote it (their next
+        INFO of it, within about 10 s). The Sentinels, not this method, pick the new
+        primary, and may fail over again on their own (a loaded machine can miss
+        ``down-after`` pings): each wait asks them what the group is now, and the
+        figures cover whatever they did."""
         with self._lock:
             began = time.monotonic()
             old = self._nodes[0]
-            host.discard(old.running)
-            self._await(host, lambda: self._agreed_primary(exclude=old.port),
-                        f"no Sentinel promoted a replica of :{old.port}")
+            frozen = _freeze(old.running.proc.pid) if freeze else None
+            if frozen is None:
+                host.discard(old.running)
+            try:
+                self._await(host, lambda: self._agreed_primary(exclude=old.port),
+                            f"no Sentinel promoted a replica of :{old.port}")
+            finally:
+                if frozen is not None:
+                    _thaw(frozen)
             promoted = time.monotonic()
-            self._nodes.remove(old)
-            primary = self._await(host, lambda: self._agreed_primary(exclude=old.port),
-                                  "the Sentinels did not agree on a primary")
-            self._nodes.append(self._start_node(host, self.server(), old.name, old.port,
-                                                primary))
+            if frozen is None:
+                self._nodes.remove(old)
+                primary = self._await(host, lambda: self._agreed_primary(exclude=old.port),
+                                      "the Sentinels did not agree on a primary")
+                self._nodes.append(self._start_node(host, self.server(), old.name, old.port,
+                                                    primary))
             self._settle(host)
             self.failovers += 1
             return {"promoted_s": round(promoted - began, 3),

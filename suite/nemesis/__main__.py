@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .failover import FAILOVER_SHARE, parse_assignments
+from .failover import FAILOVER_SHARE, FREEZE_SHARE, parse_assignments
 from .runner import KINDS, NemesisConfig, kinds_of, run_nemesis
 
 
@@ -38,6 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--failover-share", type=float, default=FAILOVER_SHARE,
                         help="share of the faults that are failovers when failover is among "
                         f"other kinds (default {FAILOVER_SHARE:.3f})")
+    parser.add_argument("--freeze-share", type=float, default=FREEZE_SHARE,
+                        help="share of the failovers that freeze the primary (SIGSTOP past "
+                        "the failure detection, thawed after the promotion: a split brain) "
+                        f"instead of killing it (default {FREEZE_SHARE:g})")
     parser.add_argument("--engine-map", default="",
                         help="substitute engine kinds in the stack, e.g. "
                         "postgres-ha=postgres-ha-async (the stack opener's engine_map)")
@@ -79,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         seed=seed, timeout=args.timeout, durable_postgres=not args.async_commit,
                         store_factory=args.factory, replicas=args.replicas, targets=targets,
                         failover_share=args.failover_share, engine_map=engine_map,
+                        freeze_share=args.freeze_share,
                         lag=args.lag, cascade=args.cascade, mix=mix,
                         log=lambda line: print(line, flush=True))
     try:

@@ -31,12 +31,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 from tenacity import Retrying, retry_if_result, stop_after_delay, wait_exponential
 
-__all__ = ["FAILOVER_SHARE", "detach_standby", "failover_engines", "fault_schedule",
+__all__ = ["FAILOVER_SHARE", "FREEZE_SHARE", "detach_standby", "failover_engines", "fault_schedule",
            "map_engines", "parse_assignments"]
 
 FAILOVER_SHARE = 1 / 3
 """The share of a run's faults that are failovers when ``failover`` is drawn among other
 kinds: at least 50 of 200 (issue 23), without drowning the others."""
+FREEZE_SHARE = 0.5
+"""The share of failovers that freeze the primary instead of killing it (a VM pause, a
+stall past the failure detection: the old primary comes back beside the new one)."""
 DETACH_BOUND = 10.0
 """Seconds to wait for a detached standby's WAL receiver to stop."""
 

@@ -124,10 +124,12 @@ class NemesisReport:
 
     @property
     def failover_availability(self) -> dict[str, dict[str, Any]]:
-        """:attr:`availability` of failovers per engine (``failover:postgres-ha``...): a
-        PostgreSQL pair and a Sentinel group fail over in very different times."""
+        """:attr:`availability` of failovers per engine and way (``failover:postgres-ha``,
+        ``failover:redis-sentinel:freeze``...): a PostgreSQL pair and a Sentinel group fail
+        over in very different times, and a frozen primary comes back (a split brain)."""
         return _availability([f for f in self.faults if f.kind == "failover"],
-                             lambda f: f"failover:{f.target}")
+                             lambda f: f"failover:{f.target}" + (
+                                 ":freeze" if f.detail.split("+")[0] == "freeze" else ""))
 
     @property
     def passed(self) -> bool:

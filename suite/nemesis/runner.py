@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import random
 import secrets
@@ -53,6 +54,7 @@ from nomnesia.adapters.stacks import drop_kept_namespace
 from ..history import Op
 from .failover import (
     FAILOVER_SHARE,
+    FREEZE_SHARE,
     detach_standby,
     failover_engines,
     fault_schedule,
@@ -99,6 +101,11 @@ class NemesisConfig:
     failover_share: float = FAILOVER_SHARE
     """Share of the faults that are failovers when ``failover`` is among other kinds
     (``failover.fault_schedule``)."""
+    freeze_share: float = FREEZE_SHARE
+    """Share of the failovers that freeze the primary (``provider.failover(engine,
+    freeze=True)``: SIGSTOP past the failure detection, thawed once a replica is
+    promoted, so two primaries run for a while) instead of killing it; each drawn
+    with the seeded generator."""
     engine_map: dict[str, str] = field(default_factory=dict)
     """Engine kinds substituted in the stack (``{"postgres-ha": "postgres-ha-async"}``),
     passed to the stack opener as ``engine_map``; the runner starts and faults the
@@ -381,21 +388,22 @@ class _Run:
         is what the availability figures of the fault's window measure."""
         target = (self.replicated[0] if len(self.replicated) == 1
                   else self.rng.choice(self.replicated))
+        frozen = self.rng.random() < self.cfg.freeze_share
         started, started_ns, begin = self._mark()
-        details = []
+        details = ["freeze"] if frozen else []
         if self.cfg.lag > 0:
             await asyncio.to_thread(detach_standby, self.real[target])
             await asyncio.sleep(self.cfg.lag)  # the fault itself: the primary alone takes writes
             details.append(f"lag{self.cfg.lag:g}s")
-        figures = {name: float(value) for name, value in
-                   (await asyncio.to_thread(self.provider.failover, target)).items()}
+        figures = {name: float(value) for name, value in (await asyncio.to_thread(
+            functools.partial(self.provider.failover, target, freeze=frozen))).items()}
         notes = [", ".join(f"{name} {value:g}" for name, value in figures.items())]
         for other in (engine for engine in self.cascade if engine != target):
             more = await asyncio.to_thread(self.provider.failover, other)
             notes.append(f"then {other}: " + ", ".join(f"{name} {value:g}"
                                                          for name, value in more.items()))
-            details.append(f"+{other}")
-        return FaultRecord("failover", target, "".join(details), started,
+            details.append(other)
+        return FaultRecord("failover", target, "+".join(details), started,
                            time.monotonic() - begin, note="; ".join(notes),
                            started_ns=started_ns, figures=figures)
 
