@@ -20,6 +20,7 @@ probability 0.58 to 0.88, so 2,000 calls miss with probability below 1e-7.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,11 @@ def _saved(outcome: Outcome) -> str:
     folder = os.environ.get("NOMNESIA_HISTORY_DIR", "").strip()
     if not folder:
         return ""
-    path = Path(folder) / f"history-{outcome.workload.seed}-{outcome.round}-{os.getpid()}.json"
+    # The test's name too: every test of a session shares the seed, and would overwrite.
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[-1].split(" ")[0]
+    test = re.sub(r"[^A-Za-z0-9_.-]+", "_", test) or "test"
+    path = Path(folder) / (f"history-{test}-{outcome.workload.seed}-{outcome.round}-"
+                           f"{os.getpid()}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(outcome.history.dumps(), encoding="utf-8")
     return f"\nwhole history: {path} (nomnesia.suite.history.History.loads)"

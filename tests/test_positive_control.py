@@ -66,6 +66,20 @@ def test_failures_show_the_operations(pytester: pytest.Pytester) -> None:
     assert "append_message('ann', 'user', 'pay rent', message_id='req-1')" in text
 
 
+def test_each_failing_concurrency_test_keeps_its_own_history(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NOMNESIA_HISTORY_DIR: the tests of one session share its seed; a file per test."""
+    folder = pytester.path / "histories"
+    monkeypatch.setenv("NOMNESIA_HISTORY_DIR", str(folder))
+    reprec = pytester.inline_run(*SUITE, "--store", "nomnesia.adapters.fragile:FragileMemoryStore",
+                                 "-k", "test_concurrent", "--nomnesia-seed", "7")
+    failed = _failures(reprec)
+    assert len(failed) >= 2, failed.keys()
+    saved = sorted(p.name for p in folder.glob("history-*.json"))
+    tests = {name.split("-")[1] for name in saved}
+    assert len(tests) == len(failed), (saved, list(failed))
+
+
 # --------------------------------------------------------------------------- no false alarms
 
 
