@@ -103,6 +103,30 @@ def test_one_url_reaches_the_primary_before_and_after_a_failover(
     assert "streaming" in pairs.self_check(engine)
 
 
+def test_a_rejoin_pg_rewind_cannot_do_takes_a_base_backup(pairs: EmbeddedProvider) -> None:
+    """pg_rewind reads the old primary's WAL back to its last checkpoint before the
+    histories diverged; a member long primary without one may have recycled it (a
+    200-fault nemesis run met it). Without its WAL, the old primary is rebuilt from a
+    base backup of the new one and streams again."""
+    url = pairs.url("postgres-ha")
+    pair = _pair(pairs, "postgres-ha")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE rewind_fallback (x int)")
+        conn.execute("INSERT INTO rewind_fallback VALUES (1)")
+    pair.kill_primary(pairs)
+    pair.promote(pairs)
+    old = pair.members[0]
+    for segment in (old.data / "pg_wal").glob("0*"):
+        segment.unlink()  # what recycling leaves pg_rewind: nothing to read back
+    before = pair.rewinds_failed
+    pair.rejoin(pairs)
+    assert pair.rewinds_failed == before + 1
+    assert pair.members[1].port == old.port and "streaming" in pairs.self_check("postgres-ha")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO rewind_fallback VALUES (2)")  # synchronous: the standby acks
+    assert _rows(url, "rewind_fallback") == [1, 2]
+
+
 def test_synchronous_pair_never_acknowledges_what_the_standby_lacks(
         pairs: EmbeddedProvider) -> None:
     """The standby is frozen: a COMMIT on the primary does not return (not acknowledged),

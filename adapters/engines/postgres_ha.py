@@ -22,6 +22,7 @@ positive control of ``tests/test_topologies.py``.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -85,6 +86,8 @@ class PostgresPair(EnginePart):
         self._bin: Path | None = None
         self._lock = threading.Lock()
         self.failovers = 0
+        self.rewinds_failed = 0
+        """Rejoins that needed a base backup because ``pg_rewind`` failed."""
 
     # -- start -------------------------------------------------------------------
 
@@ -159,7 +162,7 @@ class PostgresPair(EnginePart):
             self.failovers += 1
             return {"promoted_s": round(promoted - began, 3),
                     "rejoined_s": round(time.monotonic() - began, 3),
-                    "failovers": self.failovers}
+                    "failovers": self.failovers, "rewinds_failed": self.rewinds_failed}
 
     def kill_primary(self, host: EngineHost) -> None:
         """SIGKILL the primary's process group: it acknowledged what it acknowledged."""
@@ -172,18 +175,34 @@ class PostgresPair(EnginePart):
         return time.monotonic()
 
     def rejoin(self, host: EngineHost) -> None:
-        """Rewind the old primary to the new one's history and start it as its standby."""
+        """Rewind the old primary to the new one's history and start it as its standby.
+
+        When ``pg_rewind`` cannot (it reads the old primary's WAL back to the last
+        checkpoint before the histories diverged, and a member that was primary for
+        long without a checkpoint may have recycled it), the old primary is made anew
+        from a base backup of the new one, as Patroni's
+        ``remove_data_directory_on_rewind_failure`` does."""
         old, new = self._members
         assert self._bin is not None
-        self._tool(host, old.log, "pg_rewind", "-D", str(old.data), "--source-server",
-                   f"host=127.0.0.1 port={new.port} user={PG_USER} dbname={PG_DATABASE}")
-        signal_file = old.data / "standby.signal"
-        signal_file.touch()
-        with open(old.data / "postgresql.auto.conf", "a", encoding="utf-8") as conf:
-            conf.write(f"primary_conninfo = 'host=127.0.0.1 port={new.port} user={PG_USER} "
-                       f"application_name={self.engine}-{old.name}'\n")
-        if host.as_user is not None:
-            os.chown(signal_file, *host.as_user)
+        source = f"host=127.0.0.1 port={new.port} user={PG_USER} dbname={PG_DATABASE}"
+        try:
+            self._tool(host, old.log, "pg_rewind", "-D", str(old.data), "--source-server",
+                       source)
+        except BackendUnavailable:
+            self.rewinds_failed += 1
+            shutil.rmtree(old.data)
+            self._tool(host, old.log, "pg_basebackup", "-h", "127.0.0.1", "-p", str(new.port),
+                       "-U", PG_USER, "-D", str(old.data), "-R", "-X", "stream",
+                       "--checkpoint=fast", "--no-sync",
+                       "-d", f"application_name={self.engine}-{old.name}")
+        else:
+            signal_file = old.data / "standby.signal"
+            signal_file.touch()
+            with open(old.data / "postgresql.auto.conf", "a", encoding="utf-8") as conf:
+                conf.write(f"primary_conninfo = 'host=127.0.0.1 port={new.port} "
+                           f"user={PG_USER} application_name={self.engine}-{old.name}'\n")
+            if host.as_user is not None:
+                os.chown(signal_file, *host.as_user)
         launched: list[Running] = []
         start, shm = self._part.launcher(host, self._bin, old.data, old.log, launched,
                                          *self._settings())
