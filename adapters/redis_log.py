@@ -24,14 +24,13 @@ import secrets
 from collections.abc import Sequence
 from typing import Any, cast
 
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from nomnesia.suite.contract import Entry
 from nomnesia.suite.errors import BackendUnavailable
 
 from .bounds import clamp_limit
-from .resp import resp_client
+from .resp import AnyRedis, resp_client
 from .tiers import TierLost, check_namespace
 
 __all__ = ["RedisLog", "drop_namespace"]
@@ -108,7 +107,7 @@ class RedisLog:
         self.name = name
         self.namespace = check_namespace(namespace)
         self._client = resp_client(url, timeout=timeout, decode_responses=False)
-        self._redis: Redis = self._client.redis
+        self._redis: AnyRedis = self._client.redis
         self._put = self._redis.register_script(_PUT)
         self._remove = self._redis.register_script(_REMOVE)
         self._tail = self._redis.register_script(_TAIL)
@@ -205,7 +204,7 @@ async def drop_namespace(url: str, namespace: str, *, timeout: float = 5.0,
         await client.aclose()
 
 
-async def _unlink_namespace(redis: Redis, namespace: str) -> None:
+async def _unlink_namespace(redis: AnyRedis, namespace: str) -> None:
     batch: list[bytes] = []
     async for key in redis.scan_iter(match=f"{namespace}:*", count=500):
         batch.append(key)

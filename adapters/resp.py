@@ -1,4 +1,4 @@
-"""Redis-protocol clients from one URL: a single server, or a group watched by Sentinels.
+"""Redis-protocol clients from one URL: a single server, a Sentinel group or a Cluster.
 
 The short-term log takes a URL, so a topology is a URL scheme, not another log:
 
@@ -6,10 +6,16 @@ The short-term log takes a URL, so a topology is a URL scheme, not another log:
 - ``redis+sentinel://host:port,host:port,host:port/service?db=N``: the primary of the
   Sentinel-monitored group ``service``, found through any of the Sentinels listed
   (redis-py's ``Sentinel.master_for``). After a failover, the next connection asks the
-  Sentinels again and reaches the promoted replica with no reconfiguration.
+  Sentinels again and reaches the promoted replica with no reconfiguration;
+- ``redis+cluster://host:port,host:port,.../0``: a Redis Cluster, found through any of
+  the seed nodes listed (redis-py's ``RedisCluster``, which learns the slot map from
+  the first seed that answers and follows ``MOVED`` after a failover). A cluster has
+  database 0 only, and every key of one command or script must hash to one slot:
+  what uses a cluster URL names its keys with hash tags (``is_cluster_url``).
 
-redis-py parses no Sentinel URL itself; this is the form other clients use (e.g.
-Celery's ``sentinel://``, Sidekiq, the Spring ``redis-sentinel://``).
+redis-py parses neither URL itself; the Sentinel form is the one other clients use
+(e.g. Celery's ``sentinel://``, Sidekiq, the Spring ``redis-sentinel://``), the
+cluster form follows it (a list of seeds instead of one host).
 """
 
 from __future__ import annotations
@@ -20,12 +26,19 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.sentinel import Sentinel
 
-__all__ = ["SENTINEL_SCHEME", "RespClient", "SentinelAddress", "parse_sentinel_url",
+__all__ = ["CLUSTER_SCHEME", "SENTINEL_SCHEME", "AnyRedis", "RespClient", "SentinelAddress",
+           "cluster_url", "is_cluster_url", "parse_cluster_url", "parse_sentinel_url",
            "resp_client", "sentinel_url"]
 
 SENTINEL_SCHEME = "redis+sentinel"
+CLUSTER_SCHEME = "redis+cluster"
+
+AnyRedis = Redis | RedisCluster
+"""What ``resp_client`` hands out: both have the commands the log and the index use
+(scripts, strings, hashes, ``scan_iter``, ``unlink``), routed by key on a cluster."""
 
 
 @dataclass(frozen=True)
@@ -48,26 +61,54 @@ def parse_sentinel_url(url: str) -> SentinelAddress:
     parts = urlsplit(url)
     if parts.scheme != SENTINEL_SCHEME:
         raise ValueError(f"not a {SENTINEL_SCHEME}:// URL: {url!r}")
-    sentinels: list[tuple[str, int]] = []
-    for hostport in parts.netloc.rpartition("@")[2].split(","):
-        host, _, port = hostport.strip().rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"{url!r}: each Sentinel must be host:port, not {hostport!r}")
-        sentinels.append((host.strip("[]"), int(port)))
+    sentinels = _host_ports(url, parts.netloc, "Sentinel")
     service = parts.path.strip("/")
     if not service:
         raise ValueError(f"{url!r} names no service: {SENTINEL_SCHEME}://host:port,.../service")
     db = parse_qs(parts.query).get("db", ["0"])[0]
     if not db.isdigit():
         raise ValueError(f"{url!r}: db must be a number, not {db!r}")
-    return SentinelAddress(tuple(sentinels), service, int(db))
+    return SentinelAddress(sentinels, service, int(db))
+
+
+def cluster_url(nodes: Sequence[tuple[str, int]]) -> str:
+    """The URL of a Redis Cluster reached through the seed ``nodes`` (``[(host, port)]``)."""
+    return f"{CLUSTER_SCHEME}://" + ",".join(f"{host}:{port}" for host, port in nodes) + "/0"
+
+
+def is_cluster_url(url: str) -> bool:
+    """Whether ``url`` names a Redis Cluster: its users must keep each call in one slot."""
+    return url.startswith(f"{CLUSTER_SCHEME}://")
+
+
+def parse_cluster_url(url: str) -> tuple[tuple[str, int], ...]:
+    """The seed nodes of a ``redis+cluster://`` URL; ValueError if malformed, or if it
+    names a database other than 0 (a cluster has no other)."""
+    parts = urlsplit(url)
+    if parts.scheme != CLUSTER_SCHEME:
+        raise ValueError(f"not a {CLUSTER_SCHEME}:// URL: {url!r}")
+    nodes = _host_ports(url, parts.netloc, "seed node")
+    if parts.path.strip("/") not in ("", "0"):
+        raise ValueError(f"{url!r}: a Redis Cluster has database 0 only, not "
+                         f"{parts.path.strip('/')!r}")
+    return nodes
+
+
+def _host_ports(url: str, netloc: str, what: str) -> tuple[tuple[str, int], ...]:
+    found: list[tuple[str, int]] = []
+    for hostport in netloc.rpartition("@")[2].split(","):
+        host, _, port = hostport.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"{url!r}: each {what} must be host:port, not {hostport!r}")
+        found.append((host.strip("[]"), int(port)))
+    return tuple(found)
 
 
 @dataclass
 class RespClient:
     """A client and what must close with it (the Sentinels' own connections)."""
 
-    redis: Redis
+    redis: AnyRedis
     _also: list[Redis] = field(default_factory=list)
 
     async def aclose(self) -> None:
@@ -78,12 +119,18 @@ class RespClient:
 
 def resp_client(url: str, *, timeout: float, replica: bool = False,
                 **options: Any) -> RespClient:
-    """A redis-py asyncio client for ``url`` (either scheme above).
+    """A redis-py asyncio client for ``url`` (any scheme above).
 
     ``replica=True`` reads from a replica of a Sentinel group instead of its primary:
     what a store must never do for history (it may be behind), kept for the suite's
     positive control. ``options`` go to every connection (``decode_responses`` ...).
     """
+    if is_cluster_url(url):
+        if replica:
+            raise ValueError(f"replica=True needs a {SENTINEL_SCHEME}:// URL, not {url!r}")
+        seeds = [ClusterNode(host, port) for host, port in parse_cluster_url(url)]
+        return RespClient(RedisCluster(startup_nodes=seeds, socket_timeout=timeout,
+                                       socket_connect_timeout=timeout, **options))
     if not url.startswith(f"{SENTINEL_SCHEME}://"):
         if replica:
             raise ValueError(f"replica=True needs a {SENTINEL_SCHEME}:// URL, not {url!r}")

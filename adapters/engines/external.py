@@ -30,6 +30,7 @@ ENV_VARS: dict[str, str] = {
     "postgres-ha-async": "NOMNESIA_POSTGRES_HA_ASYNC_URL",
     "redis-sentinel": "NOMNESIA_REDIS_SENTINEL_URL",
     "valkey-sentinel": "NOMNESIA_VALKEY_SENTINEL_URL",
+    "redis-cluster": "NOMNESIA_REDIS_CLUSTER_URL",
 }
 
 _EXAMPLES = {
@@ -48,6 +49,8 @@ _EXAMPLES = {
     "redis-sentinel": "redis+sentinel://s1:26379,s2:26379,s3:26379/mymaster?db=0 "
                       "(the Sentinels and the service name)",
     "valkey-sentinel": "redis+sentinel://s1:26379,s2:26379,s3:26379/mymaster?db=0",
+    "redis-cluster": "redis+cluster://n1:6379,n2:6379,n3:6379/0 (seed nodes of a Redis 8 "
+                     "Cluster; any that answers gives the slot map)",
 }
 
 
