@@ -6,7 +6,8 @@ empty, and it names another replication history after a failover (a promoted
 replica takes a new ``master_replid``, and may lack the old primary's last
 writes). Either way a read never trusts a log that may have lost entries: it
 raises ``TierLost`` and the store reads the archive until ``recover()`` rebuilt
-it. The URL may name a Sentinel group (``resp.resp_client``).
+it. The rebuild's token is bound to the replication id too, so a failover during
+a rebuild spoils it. The URL may name a Sentinel group (``resp.resp_client``).
 Per user, two keys under the store's namespace: a sorted set of serialised
 entries scored by seq (so ``tail`` is one ZRANGE, an atomic snapshot) and a
 hash from entry id to the same blob (so removal by id is exact). Every write
@@ -66,8 +67,16 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0
 """
 
+# A rebuild's token is bound to the replication id it began under: a failover during
+# the rebuild (the promoted replica may lack its last puts, yet has the token) makes
+# the token stale, as an engine that restarted empty (it lost the token) does.
+_BEGIN_REBUILD = _REPLID + """
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. replid())
+return 0
+"""
+
 _MARK_INTACT = _REPLID + """
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+if redis.call('GET', KEYS[2]) ~= ARGV[1] .. ':' .. replid() then return 0 end
 redis.call('SET', KEYS[1], replid())
 redis.call('DEL', KEYS[2])
 return 1
@@ -112,6 +121,7 @@ class RedisLog:
         self._remove = self._redis.register_script(_REMOVE)
         self._tail = self._redis.register_script(_TAIL)
         self._mark = self._redis.register_script(_MARK_INTACT)
+        self._begin_rebuild = self._redis.register_script(_BEGIN_REBUILD)
         self._end_write = self._redis.register_script(_END_WRITE)
         self._intact = self._redis.register_script(_INTACT)
         # Equal to the server's replication id exactly while the log holds every live
@@ -169,7 +179,7 @@ class RedisLog:
 
     async def begin_rebuild(self) -> str:
         token = secrets.token_hex(8)
-        await self._redis.set(self._rebuild_key, token)
+        await self._begin_rebuild(keys=[self._rebuild_key], args=[token])
         return token
 
     async def mark_intact(self, token: str) -> bool:
