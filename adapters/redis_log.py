@@ -7,14 +7,29 @@ replica takes a new ``master_replid``, and may lack the old primary's last
 writes). Either way a read never trusts a log that may have lost entries: it
 raises ``TierLost`` and the store reads the archive until ``recover()`` rebuilt
 it. The rebuild's token is bound to the replication id too, so a failover during
-a rebuild spoils it. The URL may name a Sentinel group (``resp.resp_client``).
+a rebuild spoils it. The URL may name a Sentinel group or a Redis Cluster
+(``resp.resp_client``).
+
 Per user, two keys under the store's namespace: a sorted set of serialised
 entries scored by seq (so ``tail`` is one ZRANGE, an atomic snapshot) and a
 hash from entry id to the same blob (so removal by id is exact). Every write
 is one Lua script, so a reader never sees half of a write. A third key is the
-user's write marker (``SharedLog``), read in the same script as the tail. Key names hold the
-SHA-256 of the user id, never the id itself: any user id is safe as data, and
-both keys share one hash tag (one cluster slot).
+user's write marker (``SharedLog``), read in the same script as the tail. Key
+names hold the SHA-256 of the user id, never the id itself: any user id is safe
+as data, and the user's keys share one hash tag (one cluster slot).
+
+On a Redis Cluster (a ``redis+cluster://`` URL) a script may only touch keys of
+one slot, and the tail reads the user's keys *and* the intact marker. So users
+fall into :data:`CLUSTER_BUCKETS` buckets (the first hex digit of the SHA-256),
+the hash tag is the bucket's (``{<namespace>.<digit>}``), and each bucket has an
+intact marker and a rebuild token of its own, on its slot. A script runs on the
+primary that owns the slot, so a bucket's marker holds the replication id of the
+primary that holds the bucket's users: a failover of one shard makes exactly its
+buckets distrust themselves. The log is intact when every bucket is, and
+``mark_intact`` vouches for each bucket whose token survived (False if any did
+not: the store keeps reading the archive until the next ``recover()``).
+On one server or a Sentinel group the key layout is the one-bucket case, with
+the names it always had: ``<ns>:{<sha>}:z`` and a namespace-wide ``<ns>:intact``.
 """
 
 from __future__ import annotations
@@ -31,10 +46,16 @@ from nomnesia.suite.contract import Entry
 from nomnesia.suite.errors import BackendUnavailable
 
 from .bounds import clamp_limit
-from .resp import AnyRedis, resp_client
+from .resp import REPLID_LUA, AnyRedis, is_cluster_url, resp_client
 from .tiers import TierLost, check_namespace
 
-__all__ = ["RedisLog", "drop_namespace"]
+__all__ = ["CLUSTER_BUCKETS", "RedisLog", "drop_namespace"]
+
+CLUSTER_BUCKETS = 16
+"""Buckets of users on a Redis Cluster, one per first hex digit of the user's SHA-256.
+Each is a slot (its hash tag names the namespace too, so the namespaces of many
+stores spread over the shards): enough for a namespace's users to spread over
+3 shards, few enough that vouching for the log (one script per bucket) stays cheap."""
 
 _PUT = """
 for i = 1, #ARGV, 3 do
@@ -46,13 +67,8 @@ end
 return #ARGV / 3
 """
 
-# The server's replication id, from INFO (ROLE is not allowed in scripts). A promoted
-# replica takes a new one, a replica reports its primary's.
-_REPLID = """
-local function replid()
-    return string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)')
-end
-"""
+# The server's replication id (resp.REPLID_LUA). A promoted replica takes a new one.
+_REPLID = REPLID_LUA
 
 # KEYS: the user's sorted set, the namespace's intact marker, and (tail_if_idle
 # only) the user's write marker. False: the log lost data; 0: a write is unfinished.
@@ -124,18 +140,33 @@ class RedisLog:
         self._begin_rebuild = self._redis.register_script(_BEGIN_REBUILD)
         self._end_write = self._redis.register_script(_END_WRITE)
         self._intact = self._redis.register_script(_INTACT)
-        # Equal to the server's replication id exactly while the log holds every live
-        # entry of the namespace: it vanishes with the data when the engine restarts
-        # empty, and a failover changes the id (SelfChecking).
-        self._intact_key = f"{namespace}:intact"
-        self._rebuild_key = f"{namespace}:rebuild"
+        # Per bucket, (intact marker, rebuild token). The marker equals the replication
+        # id of the bucket's primary exactly while the log holds every live entry of the
+        # bucket's users: it vanishes with the data when the engine restarts empty, and
+        # a failover changes the id (SelfChecking). One bucket unless on a cluster.
+        self._cluster = is_cluster_url(url)
+        digits = "0123456789abcdef"[:CLUSTER_BUCKETS] if self._cluster else ""
+        self._buckets = {digit: self._bucket_keys(digit) for digit in digits or [""]}
+
+    def _bucket_keys(self, digit: str) -> tuple[str, str]:
+        if not self._cluster:
+            return f"{self.namespace}:intact", f"{self.namespace}:rebuild"
+        tag = f"{self.namespace}:{{{self.namespace}.{digit}}}"
+        return f"{tag}:intact", f"{tag}:rebuild"
+
+    def _prefix(self, user_id: str) -> tuple[str, str]:
+        """The prefix of the user's keys, hash tag included, and the user's bucket."""
+        sha = hashlib.sha256(user_id.encode("utf-8")).hexdigest()
+        if not self._cluster:
+            return f"{self.namespace}:{{{sha}}}", ""
+        return f"{self.namespace}:{{{self.namespace}.{sha[0]}}}:{sha}", sha[0]
 
     def _keys(self, user_id: str) -> list[str]:
-        tag = hashlib.sha256(user_id.encode("utf-8")).hexdigest()
-        return [f"{self.namespace}:{{{tag}}}:z", f"{self.namespace}:{{{tag}}}:h"]
+        prefix = self._prefix(user_id)[0]
+        return [f"{prefix}:z", f"{prefix}:h"]
 
     def _marker(self, user_id: str) -> str:
-        return self._keys(user_id)[0][:-1] + "w"  # same hash tag as the user's other keys
+        return f"{self._prefix(user_id)[0]}:w"  # same hash tag as the user's other keys
 
     async def begin_write(self, user_id: str, token: str) -> bool:
         old = await self._redis.set(self._marker(user_id), token, get=True)
@@ -149,7 +180,8 @@ class RedisLog:
 
     async def _read_tail(self, user_id: str, limit: int, marker: list[str]) -> list[Entry] | None:
         """One script: the intact check, the write ``marker`` if given, and the tail."""
-        keys = [self._keys(user_id)[0], self._intact_key, *marker]
+        intact_key = self._buckets[self._prefix(user_id)[1]][0]
+        keys = [self._keys(user_id)[0], intact_key, *marker]
         # ZRANGE takes a long long: -2**64 is "value is not an integer" (issue 14).
         blobs = await self._tail(keys=keys, args=[-clamp_limit(limit)])
         if blobs is None:
@@ -175,16 +207,27 @@ class RedisLog:
         return entries
 
     async def intact(self) -> bool:
-        return bool(await self._intact(keys=[self._intact_key]))
+        """Whether every bucket is (one script per bucket, each on its own slot)."""
+        for intact_key, _ in self._buckets.values():
+            if not await self._intact(keys=[intact_key]):
+                return False
+        return True
 
     async def begin_rebuild(self) -> str:
         token = secrets.token_hex(8)
-        await self._begin_rebuild(keys=[self._rebuild_key], args=[token])
+        for _, rebuild_key in self._buckets.values():
+            await self._begin_rebuild(keys=[rebuild_key], args=[token])
         return token
 
     async def mark_intact(self, token: str) -> bool:
-        done = await self._mark(keys=[self._intact_key, self._rebuild_key], args=[token])
-        return bool(done)
+        """Vouch for every bucket whose token survived on its primary; whether all did.
+
+        One after another, not concurrently: a call the store gives up on must not
+        leave others of it running (``TieredMemoryStore._call``)."""
+        done = True
+        for keys in self._buckets.values():
+            done = bool(await self._mark(keys=list(keys), args=[token])) and done
+        return done
 
     async def ids(self, user_id: str) -> set[str]:
         keys: list[bytes | str] = await self._redis.hkeys(self._keys(user_id)[1])

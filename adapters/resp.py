@@ -29,7 +29,8 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.sentinel import Sentinel
 
-__all__ = ["CLUSTER_SCHEME", "SENTINEL_SCHEME", "AnyRedis", "RespClient", "SentinelAddress",
+__all__ = ["CLUSTER_SCHEME", "REPLID_LUA", "SENTINEL_SCHEME", "AnyRedis", "RespClient",
+           "SentinelAddress",
            "cluster_url", "is_cluster_url", "parse_cluster_url", "parse_sentinel_url",
            "resp_client", "sentinel_url"]
 
@@ -39,6 +40,18 @@ CLUSTER_SCHEME = "redis+cluster"
 AnyRedis = Redis | RedisCluster
 """What ``resp_client`` hands out: both have the commands the log and the index use
 (scripts, strings, hashes, ``scan_iter``, ``unlink``), routed by key on a cluster."""
+
+REPLID_LUA = """
+local function replid()
+    return string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)')
+end
+"""
+"""A Lua ``replid()`` for scripts: the replication id of the server the script runs on
+(on a cluster, the primary that owns the script's slot). A replica promoted in a
+failover takes a new one and may lack the old primary's last writes, so a marker
+that holds the id it was set under is stale after a failover, as it is gone after
+a restart without persistence (``redis_log``, ``indexes.redis_vsets``). From
+``INFO``: ``ROLE`` is not allowed in scripts."""
 
 
 @dataclass(frozen=True)
