@@ -12,14 +12,17 @@ import redis.asyncio as aioredis
 
 from nomnesia.adapters.engines import EmbeddedProvider
 from nomnesia.adapters.redis_log import RedisLog, drop_namespace
+from nomnesia.adapters.resp import resp_client
 from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 
 HOSTILE = ["*", "ann", "anna", "a:b", "{tag}", "x\\y", "🙂\n", "?", "[a-z]"]
 
 
-@pytest.fixture(params=["redis", "valkey"])
+@pytest.fixture(params=["redis", "valkey", pytest.param(
+    "redis-cluster", marks=pytest.mark.xdist_group("redis-cluster"))])
 async def log(request: pytest.FixtureRequest, engines: Any) -> AsyncIterator[RedisLog]:
+    """The log on one server, and on a Redis Cluster (its keys bucketed per slot)."""
     url = engines.url(request.param)
     namespace = f"nm_{secrets.token_hex(8)}"
     log = RedisLog(url, namespace, name=request.param)
@@ -29,9 +32,9 @@ async def log(request: pytest.FixtureRequest, engines: Any) -> AsyncIterator[Red
     finally:
         await log.aclose()
         await drop_namespace(url, namespace)
-        client = aioredis.Redis.from_url(url)
+        client = resp_client(url, timeout=5.0)  # a cluster's scan covers every primary
         try:
-            assert [k async for k in client.scan_iter(match=f"{namespace}:*")] == []
+            assert [k async for k in client.redis.scan_iter(match=f"{namespace}:*")] == []
         finally:
             await client.aclose()
 
@@ -104,8 +107,8 @@ async def _new_replication_id(url: str) -> None:
     client = aioredis.Redis.from_url(url)
     try:
         before = (await client.info("replication"))["master_replid"]
-        await client.execute_command("REPLICAOF", "127.0.0.1", "1")
-        await client.execute_command("REPLICAOF", "NO", "ONE")
+        await client.execute_command("REPLICAOF", "127.0.0.1", "1")  # type: ignore[no-untyped-call]
+        await client.execute_command("REPLICAOF", "NO", "ONE")  # type: ignore[no-untyped-call]
         assert (await client.info("replication"))["master_replid"] != before
     finally:
         await client.aclose()
