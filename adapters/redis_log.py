@@ -46,7 +46,7 @@ from nomnesia.suite.contract import Entry
 from nomnesia.suite.errors import BackendUnavailable
 
 from .bounds import clamp_limit
-from .resp import REPLID_LUA, AnyRedis, is_cluster_url, resp_client
+from .resp import REPLID_LUA, AnyRedis, eval_each, is_cluster_url, resp_client
 from .tiers import TierLost, check_namespace
 
 __all__ = ["CLUSTER_BUCKETS", "RedisLog", "drop_namespace"]
@@ -136,10 +136,7 @@ class RedisLog:
         self._put = self._redis.register_script(_PUT)
         self._remove = self._redis.register_script(_REMOVE)
         self._tail = self._redis.register_script(_TAIL)
-        self._mark = self._redis.register_script(_MARK_INTACT)
-        self._begin_rebuild = self._redis.register_script(_BEGIN_REBUILD)
         self._end_write = self._redis.register_script(_END_WRITE)
-        self._intact = self._redis.register_script(_INTACT)
         # Per bucket, (intact marker, rebuild token). The marker equals the replication
         # id of the bucket's primary exactly while the log holds every live entry of the
         # bucket's users: it vanishes with the data when the engine restarts empty, and
@@ -207,27 +204,23 @@ class RedisLog:
         return entries
 
     async def intact(self) -> bool:
-        """Whether every bucket is (one script per bucket, each on its own slot)."""
-        for intact_key, _ in self._buckets.values():
-            if not await self._intact(keys=[intact_key]):
-                return False
-        return True
+        """Whether every bucket is (a script per bucket, in one pipeline)."""
+        return all(await eval_each(self._redis, _INTACT,
+                                   [[marker] for marker, _ in self._buckets.values()]))
 
     async def begin_rebuild(self) -> str:
         token = secrets.token_hex(8)
-        for _, rebuild_key in self._buckets.values():
-            await self._begin_rebuild(keys=[rebuild_key], args=[token])
+        await eval_each(self._redis, _BEGIN_REBUILD,
+                        [[rebuild] for _, rebuild in self._buckets.values()], [token])
         return token
 
     async def mark_intact(self, token: str) -> bool:
         """Vouch for every bucket whose token survived on its primary; whether all did.
-
-        One after another, not concurrently: a call the store gives up on must not
-        leave others of it running (``TieredMemoryStore._call``)."""
-        done = True
-        for keys in self._buckets.values():
-            done = bool(await self._mark(keys=list(keys), args=[token])) and done
-        return done
+        A bucket vouched for while another was not is right: each marker speaks for its
+        own bucket's users, and the store reads the archive until all are."""
+        done = await eval_each(self._redis, _MARK_INTACT,
+                               [list(keys) for keys in self._buckets.values()], [token])
+        return all(done)
 
     async def ids(self, user_id: str) -> set[str]:
         keys: list[bytes | str] = await self._redis.hkeys(self._keys(user_id)[1])

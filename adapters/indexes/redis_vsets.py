@@ -26,7 +26,13 @@ import secrets
 import struct
 from collections.abc import Sequence
 
-from nomnesia.adapters.resp import REPLID_LUA, AnyRedis, is_cluster_url, resp_client
+from nomnesia.adapters.resp import (
+    REPLID_LUA,
+    AnyRedis,
+    eval_each,
+    is_cluster_url,
+    resp_client,
+)
 from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import Entry
 
@@ -104,10 +110,6 @@ class RedisVsetIndex(IndexBase):
         # user's key; matched by drop()'s scan. One bucket unless on a cluster.
         self._buckets = {digit: self._bucket_keys(digit)
                          for digit in (_BUCKETS if self._cluster else [""])}
-        self._set_intact = self._redis.register_script(_SET_INTACT)
-        self._intact = self._redis.register_script(_INTACT)
-        self._begin = self._redis.register_script(_BEGIN_REBUILD)
-        self._mark = self._redis.register_script(_MARK_INTACT)
         self._query = self._redis.register_script(_QUERY)
 
     def _bucket_keys(self, digit: str) -> tuple[str, str]:
@@ -139,8 +141,8 @@ class RedisVsetIndex(IndexBase):
                 return
             self._created = True
             if not self.reuse:  # reopened and found empty: recover() vouches after a rebuild
-                for marker, _ in self._buckets.values():
-                    await self._set_intact(keys=[marker])
+                await eval_each(self._redis, _SET_INTACT,
+                                [[marker] for marker, _ in self._buckets.values()])
         await self._calls(self.timeout * 10, run())
 
     async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
@@ -173,25 +175,23 @@ class RedisVsetIndex(IndexBase):
         return [e.decode("utf-8") for e in found or []]
 
     async def intact(self) -> bool:
-        """Whether every bucket is (one script per bucket, each on its own slot)."""
-        for marker, _ in self._buckets.values():
-            if not await self._calls(self.timeout, self._intact(keys=[marker])):
-                return False
-        return True
+        """Whether every bucket is (a script per bucket, in one pipeline, as the log)."""
+        found = await self._calls(self.timeout, eval_each(
+            self._redis, _INTACT, [[marker] for marker, _ in self._buckets.values()]))
+        return all(found)
 
     async def begin_rebuild(self) -> str:
         token = secrets.token_hex(8)
-        for _, rebuild in self._buckets.values():
-            await self._calls(self.timeout, self._begin(keys=[rebuild], args=[token]))
+        await self._calls(self.timeout, eval_each(
+            self._redis, _BEGIN_REBUILD, [[rebuild] for _, rebuild in self._buckets.values()],
+            [token]))
         return token
 
     async def mark_intact(self, token: str) -> bool:
         """Vouch for every bucket whose token survived on its primary; whether all did."""
-        done = True
-        for keys in self._buckets.values():
-            marked = await self._calls(self.timeout, self._mark(keys=list(keys), args=[token]))
-            done = bool(marked) and done
-        return done
+        done = await self._calls(self.timeout, eval_each(
+            self._redis, _MARK_INTACT, [list(keys) for keys in self._buckets.values()], [token]))
+        return all(done)
 
     async def ids(self, user_id: str) -> set[str]:
         # VRANDMEMBER with a count at least the set's size returns every element.
