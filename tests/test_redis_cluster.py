@@ -28,9 +28,10 @@ from redis.crc import key_slot
 from tenacity import Retrying, retry_if_result, stop_after_delay, wait_exponential
 
 from nomnesia.adapters.engines import EmbeddedProvider
-from nomnesia.adapters.engines.resp_cluster import RespCluster, _slot_ranges
+from nomnesia.adapters.engines.resp_cluster import RespCluster, View, _slot_ranges, parse_nodes
 from nomnesia.adapters.indexes.redis_vsets import RedisVsetIndex
 from nomnesia.adapters.redis_log import RedisLog, drop_namespace
+from nomnesia.adapters.resp import cluster_url, parse_cluster_url, resp_client
 from nomnesia.adapters.tiers import SelfChecking, TierLost
 from nomnesia.suite.contract import Entry
 
@@ -97,6 +98,31 @@ def _entries(user: str, n: int) -> list[Entry]:
 
 def _vector(i: int) -> list[float]:
     return [1.0 if d == i % DIM else 0.0 for d in range(DIM)]
+
+
+def test_cluster_urls_name_seed_nodes_and_database_0_only() -> None:
+    assert cluster_url([("a", 1), ("b", 2)]) == "redis+cluster://a:1,b:2/0"
+    assert parse_cluster_url("redis+cluster://a:1,[::1]:2/0") == (("a", 1), ("::1", 2))
+    assert parse_cluster_url("redis+cluster://a:1") == (("a", 1),)
+    with pytest.raises(ValueError, match="database 0 only"):
+        parse_cluster_url("redis+cluster://a:1/3")
+    with pytest.raises(ValueError, match="host:port"):
+        parse_cluster_url("redis+cluster://a/0")
+    with pytest.raises(ValueError, match="redis\\+sentinel"):  # no replica reads here
+        resp_client("redis+cluster://a:1/0", timeout=1.0, replica=True)
+
+
+def test_cluster_nodes_are_read_as_each_node_sees_them() -> None:
+    """``myself`` and the pings are left out: two nodes that agree read the same."""
+    text = (
+        "b1 127.0.0.1:7001@17001 myself,master - 0 0 1 connected 0-5460 [42->-c3]\n"
+        "c3 127.0.0.1:7002@17002 master,fail? - 1 0 2 connected 5461\n"
+        "a2 127.0.0.1:7003@17003,host slave b1 0 5 1 connected\n")
+    assert parse_nodes(text) == [
+        View("a2", 7003, False, "b1", False, ()),
+        View("b1", 7001, True, "-", False, ((0, 5460),)),
+        View("c3", 7002, True, "-", True, ((5461, 5461),)),
+    ]
 
 
 def test_the_cluster_starts_whole_and_its_url_names_every_node(cluster: EmbeddedProvider) -> None:
