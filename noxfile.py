@@ -147,7 +147,7 @@ for _name, _adapters in AGGREGATES.items():
 
 # Stacks whose engines the nemesis can pause, kill and cut off (docs/nemesis.md).
 NEMESIS = [a for a in ADAPTERS if a in ("pgvector", "redis", "valkey", "redis-search",
-                                        "milvus-server", "pgvector-ha")]
+                                        "milvus-server", "pgvector-ha", "redis-cluster")]
 
 
 @nox.session(default=False)

@@ -8,15 +8,31 @@ old primary's last writes); and an old primary that comes back from a freeze
 after its replicas followed a promoted one still has its id but no replica (it
 may lack what the new primary took meanwhile, until Sentinel demotes it). In
 each case a read never trusts a log that may have lost entries: it raises
-``TierLost`` and the store reads the archive until ``recover()`` rebuilt it. The
-URL may name a Sentinel group (``resp.resp_client``).
+``TierLost`` and the store reads the archive until ``recover()`` rebuilt it.
+The rebuild's token is bound to the replication id too, so a failover during a
+rebuild spoils it. The URL may name a Sentinel group or a Redis Cluster
+(``resp.resp_client``).
+
 Per user, two keys under the store's namespace: a sorted set of serialised
 entries scored by seq (so ``tail`` is one ZRANGE, an atomic snapshot) and a
 hash from entry id to the same blob (so removal by id is exact). Every write
 is one Lua script, so a reader never sees half of a write. A third key is the
-user's write marker (``SharedLog``), read in the same script as the tail. Key names hold the
-SHA-256 of the user id, never the id itself: any user id is safe as data, and
-both keys share one hash tag (one cluster slot).
+user's write marker (``SharedLog``), read in the same script as the tail. Key
+names hold the SHA-256 of the user id, never the id itself: any user id is safe
+as data, and the user's keys share one hash tag (one cluster slot).
+
+On a Redis Cluster (a ``redis+cluster://`` URL) a script may only touch keys of
+one slot, and the tail reads the user's keys *and* the intact marker. So users
+fall into :data:`CLUSTER_BUCKETS` buckets (the first hex digit of the SHA-256),
+the hash tag is the bucket's (``{<namespace>.<digit>}``), and each bucket has an
+intact marker and a rebuild token of its own, on its slot. A script runs on the
+primary that owns the slot, so a bucket's marker holds the replication id of the
+primary that holds the bucket's users: a failover of one shard makes exactly its
+buckets distrust themselves. The log is intact when every bucket is, and
+``mark_intact`` vouches for each bucket whose token survived (False if any did
+not: the store keeps reading the archive until the next ``recover()``).
+On one server or a Sentinel group the key layout is the one-bucket case, with
+the names it always had: ``<ns>:{<sha>}:z`` and a namespace-wide ``<ns>:intact``.
 """
 
 from __future__ import annotations
@@ -27,17 +43,22 @@ import secrets
 from collections.abc import Sequence
 from typing import Any, cast
 
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from nomnesia.suite.contract import Entry
 from nomnesia.suite.errors import BackendUnavailable
 
 from .bounds import clamp_limit
-from .resp import resp_client
+from .resp import REPLID_LUA, AnyRedis, eval_each, is_cluster_url, resp_client
 from .tiers import TierLost, check_namespace
 
-__all__ = ["RedisLog", "drop_namespace"]
+__all__ = ["CLUSTER_BUCKETS", "RedisLog", "drop_namespace"]
+
+CLUSTER_BUCKETS = 16
+"""Buckets of users on a Redis Cluster, one per first hex digit of the user's SHA-256.
+Each is a slot (its hash tag names the namespace too, so the namespaces of many
+stores spread over the shards): enough for a namespace's users to spread over
+3 shards, few enough that vouching for the log (one script per bucket) stays cheap."""
 
 _PUT = """
 for i = 1, #ARGV, 3 do
@@ -49,23 +70,9 @@ end
 return #ARGV / 3
 """
 
-# What the intact marker vouches under: the server's replication id, from INFO (ROLE
-# is not allowed in scripts), and whether it has replicas. A promoted replica takes a
-# new id; a replica reports its primary's; a primary cut off from its replicas has 0.
-_REPLID = """
-local function server()
-    local info = redis.call('INFO', 'replication')
-    local id = string.match(info, 'master_replid:(%w+)')
-    local replicas = tonumber(string.match(info, 'connected_slaves:(%d+)') or '0')
-    return id .. ':' .. (replicas > 0 and '1' or '0')
-end
-local function vouched(marker)
-    if not marker then return false end
-    local now = server()
-    return marker == now or (string.sub(marker, -2) == ':0' and
-        string.sub(marker, 1, -3) == string.sub(now, 1, -3))
-end
-"""
+# replid(), server() and vouched(marker) (resp.REPLID_LUA): the replication id, and
+# what a marker vouches under (the id and whether the server had replicas).
+_REPLID = REPLID_LUA
 
 # KEYS: the user's sorted set, the namespace's intact marker, and (tail_if_idle
 # only) the user's write marker. False: the log lost data; 0: a write is unfinished.
@@ -80,8 +87,16 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0
 """
 
+# A rebuild's token is bound to the replication id it began under: a failover during
+# the rebuild (the promoted replica may lack its last puts, yet has the token) makes
+# the token stale, as an engine that restarted empty (it lost the token) does.
+_BEGIN_REBUILD = _REPLID + """
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. replid())
+return 0
+"""
+
 _MARK_INTACT = _REPLID + """
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+if redis.call('GET', KEYS[2]) ~= ARGV[1] .. ':' .. replid() then return 0 end
 redis.call('SET', KEYS[1], server())
 redis.call('DEL', KEYS[2])
 return 1
@@ -121,25 +136,39 @@ class RedisLog:
         self.name = name
         self.namespace = check_namespace(namespace)
         self._client = resp_client(url, timeout=timeout, decode_responses=False)
-        self._redis: Redis = self._client.redis
+        self._redis: AnyRedis = self._client.redis
         self._put = self._redis.register_script(_PUT)
         self._remove = self._redis.register_script(_REMOVE)
         self._tail = self._redis.register_script(_TAIL)
-        self._mark = self._redis.register_script(_MARK_INTACT)
         self._end_write = self._redis.register_script(_END_WRITE)
-        self._intact = self._redis.register_script(_INTACT)
-        # "<replication id>:<1 if it had replicas>" of the server the log was complete
-        # on: it vanishes with the data when the engine restarts empty, a failover
-        # changes the id, a primary cut off from its replicas reads 0 (SelfChecking).
-        self._intact_key = f"{namespace}:intact"
-        self._rebuild_key = f"{namespace}:rebuild"
+        # Per bucket, (intact marker, rebuild token). The marker holds "<replication
+        # id>:<1 if it had replicas>" of the bucket's primary exactly while the log holds
+        # every live entry of the bucket's users: it vanishes with the data when the
+        # engine restarts empty, a failover changes the id, a primary cut off from its
+        # replicas reads 0 (SelfChecking). One bucket unless on a cluster.
+        self._cluster = is_cluster_url(url)
+        digits = "0123456789abcdef"[:CLUSTER_BUCKETS] if self._cluster else ""
+        self._buckets = {digit: self._bucket_keys(digit) for digit in digits or [""]}
+
+    def _bucket_keys(self, digit: str) -> tuple[str, str]:
+        if not self._cluster:
+            return f"{self.namespace}:intact", f"{self.namespace}:rebuild"
+        tag = f"{self.namespace}:{{{self.namespace}.{digit}}}"
+        return f"{tag}:intact", f"{tag}:rebuild"
+
+    def _prefix(self, user_id: str) -> tuple[str, str]:
+        """The prefix of the user's keys, hash tag included, and the user's bucket."""
+        sha = hashlib.sha256(user_id.encode("utf-8")).hexdigest()
+        if not self._cluster:
+            return f"{self.namespace}:{{{sha}}}", ""
+        return f"{self.namespace}:{{{self.namespace}.{sha[0]}}}:{sha}", sha[0]
 
     def _keys(self, user_id: str) -> list[str]:
-        tag = hashlib.sha256(user_id.encode("utf-8")).hexdigest()
-        return [f"{self.namespace}:{{{tag}}}:z", f"{self.namespace}:{{{tag}}}:h"]
+        prefix = self._prefix(user_id)[0]
+        return [f"{prefix}:z", f"{prefix}:h"]
 
     def _marker(self, user_id: str) -> str:
-        return self._keys(user_id)[0][:-1] + "w"  # same hash tag as the user's other keys
+        return f"{self._prefix(user_id)[0]}:w"  # same hash tag as the user's other keys
 
     async def begin_write(self, user_id: str, token: str) -> bool:
         old = await self._redis.set(self._marker(user_id), token, get=True)
@@ -153,7 +182,8 @@ class RedisLog:
 
     async def _read_tail(self, user_id: str, limit: int, marker: list[str]) -> list[Entry] | None:
         """One script: the intact check, the write ``marker`` if given, and the tail."""
-        keys = [self._keys(user_id)[0], self._intact_key, *marker]
+        intact_key = self._buckets[self._prefix(user_id)[1]][0]
+        keys = [self._keys(user_id)[0], intact_key, *marker]
         # ZRANGE takes a long long: -2**64 is "value is not an integer" (issue 14).
         blobs = await self._tail(keys=keys, args=[-clamp_limit(limit)])
         if blobs is None:
@@ -179,16 +209,23 @@ class RedisLog:
         return entries
 
     async def intact(self) -> bool:
-        return bool(await self._intact(keys=[self._intact_key]))
+        """Whether every bucket is (a script per bucket, in one pipeline)."""
+        return all(await eval_each(self._redis, _INTACT,
+                                   [[marker] for marker, _ in self._buckets.values()]))
 
     async def begin_rebuild(self) -> str:
         token = secrets.token_hex(8)
-        await self._redis.set(self._rebuild_key, token)
+        await eval_each(self._redis, _BEGIN_REBUILD,
+                        [[rebuild] for _, rebuild in self._buckets.values()], [token])
         return token
 
     async def mark_intact(self, token: str) -> bool:
-        done = await self._mark(keys=[self._intact_key, self._rebuild_key], args=[token])
-        return bool(done)
+        """Vouch for every bucket whose token survived on its primary; whether all did.
+        A bucket vouched for while another was not is right: each marker speaks for its
+        own bucket's users, and the store reads the archive until all are."""
+        done = await eval_each(self._redis, _MARK_INTACT,
+                               [list(keys) for keys in self._buckets.values()], [token])
+        return all(done)
 
     async def ids(self, user_id: str) -> set[str]:
         keys: list[bytes | str] = await self._redis.hkeys(self._keys(user_id)[1])
@@ -218,7 +255,7 @@ async def drop_namespace(url: str, namespace: str, *, timeout: float = 5.0,
         await client.aclose()
 
 
-async def _unlink_namespace(redis: Redis, namespace: str) -> None:
+async def _unlink_namespace(redis: AnyRedis, namespace: str) -> None:
     batch: list[bytes] = []
     async for key in redis.scan_iter(match=f"{namespace}:*", count=500):
         batch.append(key)

@@ -73,7 +73,8 @@ class AdapterSpec:
     """Engine kinds the stack needs from a provider (``postgres``, ``redis`` ...);
     empty for in-process stores."""
     log: str = ""
-    """The engine of a stack's short-term log: ``redis`` or ``valkey``."""
+    """The engine of a stack's short-term log: ``redis``, ``valkey``, or a replicated
+    kind of them (``redis-sentinel``, ``redis-cluster``)."""
     index: str = ""
     """``module:Class`` of a stack's VectorIndex. The class is built as
     ``Class(target, namespace=, dim=, timeout=, reuse=)`` then ``await create()``,
@@ -187,6 +188,12 @@ ADAPTERS: dict[str, AdapterSpec] = {
                     engines=("postgres-ha", "redis-sentinel"),
                     description="Redis log under Sentinel + pgvector index + PostgreSQL "
                                 "archive, on a primary with a synchronous standby"),
+        AdapterSpec("redis-cluster", log="redis-cluster",
+                    index=f"{_INDEXES}.redis_vsets:RedisVsetIndex", index_engine="redis-cluster",
+                    extras=("pgvector", "redis", "embedded"), requires=("psycopg", "redis"),
+                    engines=("postgres", "redis-cluster"),
+                    description="Redis Cluster (3 primaries, a replica each) log + vector sets "
+                                "index + PostgreSQL archive"),
     )
 }
 

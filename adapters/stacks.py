@@ -135,8 +135,8 @@ async def drop_kept_namespace(urls: Mapping[str, str], namespace: str, *,
     """Remove what stacks opened with ``namespace=`` keep on exit, when done with it.
 
     Covers PostgreSQL (archive, pgvector; ``postgres`` or a replicated kind) and every
-    Redis-protocol URL given (log, vector sets; a Sentinel group's too); not Qdrant
-    or Milvus collections. Each engine is tried even
+    Redis-protocol URL given (log, vector sets; a Sentinel group's or a cluster's too);
+    not Qdrant or Milvus collections. Each engine is tried even
     after another failed (an engine a fault left broken), and the first failure is
     raised at the end.
     """
@@ -155,7 +155,7 @@ async def drop_kept_namespace(urls: Mapping[str, str], namespace: str, *,
                 await pool.close()
         except Exception as exc:
             errors.append(exc)
-    for engine in ("redis", "valkey", "redis-sentinel", "valkey-sentinel"):
+    for engine in ("redis", "valkey", "redis-sentinel", "valkey-sentinel", "redis-cluster"):
         if engine in urls:
             try:
                 await drop_namespace(urls[engine], namespace, timeout=timeout, name=engine)

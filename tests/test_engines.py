@@ -257,6 +257,6 @@ def test_external_qdrant_edge_is_a_directory_from_the_environment(tmp_path: Path
 def test_the_docker_provider_refuses_a_topology_by_name() -> None:
     from nomnesia.adapters.engines.docker import DockerProvider
 
-    for engine in ("postgres-ha", "redis-sentinel"):
+    for engine in ("postgres-ha", "redis-sentinel", "redis-cluster"):
         with pytest.raises(BackendUnavailable, match="single engines only"):
             DockerProvider()._start(engine)

@@ -10,15 +10,19 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 
+from nomnesia.adapters.engines import EmbeddedProvider
 from nomnesia.adapters.redis_log import RedisLog, drop_namespace
+from nomnesia.adapters.resp import resp_client
 from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
 
 HOSTILE = ["*", "ann", "anna", "a:b", "{tag}", "x\\y", "🙂\n", "?", "[a-z]"]
 
 
-@pytest.fixture(params=["redis", "valkey"])
+@pytest.fixture(params=["redis", "valkey", pytest.param(
+    "redis-cluster", marks=pytest.mark.xdist_group("redis-cluster"))])
 async def log(request: pytest.FixtureRequest, engines: Any) -> AsyncIterator[RedisLog]:
+    """The log on one server, and on a Redis Cluster (its keys bucketed per slot)."""
     url = engines.url(request.param)
     namespace = f"nm_{secrets.token_hex(8)}"
     log = RedisLog(url, namespace, name=request.param)
@@ -28,9 +32,9 @@ async def log(request: pytest.FixtureRequest, engines: Any) -> AsyncIterator[Red
     finally:
         await log.aclose()
         await drop_namespace(url, namespace)
-        client = aioredis.Redis.from_url(url)
+        client = resp_client(url, timeout=5.0)  # a cluster's scan covers every primary
         try:
-            assert [k async for k in client.scan_iter(match=f"{namespace}:*")] == []
+            assert [k async for k in client.redis.scan_iter(match=f"{namespace}:*")] == []
         finally:
             await client.aclose()
 
@@ -94,3 +98,47 @@ async def test_a_log_that_lost_its_data_says_so(log: RedisLog, engines: Any) -> 
     await log.put(_entries("ann", 3))
     assert await log.mark_intact(stale)
     assert await log.tail("ann", 10) == _entries("ann", 3)
+
+
+async def _new_replication_id(url: str) -> None:
+    """What a failover does to the server the log reaches, short of losing a key: a
+    replica promoted in it takes a new replication id. ``REPLICAOF`` a port nothing
+    listens on, then ``NO ONE``: the server keeps every key and takes a new id."""
+    client = aioredis.Redis.from_url(url)
+    try:
+        before = (await client.info("replication"))["master_replid"]
+        await client.execute_command("REPLICAOF", "127.0.0.1", "1")  # type: ignore[no-untyped-call]
+        await client.execute_command("REPLICAOF", "NO", "ONE")  # type: ignore[no-untyped-call]
+        assert (await client.info("replication"))["master_replid"] != before
+    finally:
+        await client.aclose()
+
+
+@pytest.mark.parametrize("engine", ["redis", "valkey"])
+async def test_a_new_replication_id_is_distrusted_and_spoils_a_rebuild(engine: str) -> None:
+    """A log cannot tell whether the replica a failover promoted had its last writes:
+    it distrusts itself, and a rebuild that began before the failover is not vouched
+    for after it (the promoted replica has its token, but maybe not its last puts).
+    On a server of its own: the new id makes every log on the server distrust itself."""
+    provider = EmbeddedProvider()
+    try:
+        url = await asyncio.to_thread(provider.url, engine)
+        log = RedisLog(url, f"nm_{secrets.token_hex(8)}", name=engine)
+        try:
+            assert await log.mark_intact(await log.begin_rebuild())
+            await log.put(_entries("ann", 3))
+            assert await log.tail("ann", 10) == _entries("ann", 3)
+            spanning = await log.begin_rebuild()
+            await _new_replication_id(url)
+            assert not await log.intact()
+            with pytest.raises(TierLost):
+                await log.tail("ann", 10)
+            assert not await log.mark_intact(spanning)
+            with pytest.raises(TierLost):
+                await log.tail("ann", 10)
+            assert await log.mark_intact(await log.begin_rebuild())
+            assert await log.tail("ann", 10) == _entries("ann", 3)
+        finally:
+            await log.aclose()
+    finally:
+        await asyncio.to_thread(provider.close)

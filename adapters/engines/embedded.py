@@ -5,7 +5,9 @@ The provider owns the lifecycle (its directory, the watchdog, launching, waiting
 stopping, explaining a death); each engine is a part that it composes by engine
 name (:func:`engine_parts`; the protocols are in ``part.py``): PostgreSQL in
 ``postgres_part.py``, Redis, Valkey and RediSearch in ``resp_part.py``, the Milvus
-server and Milvus Lite in ``milvus_part.py``, Qdrant in ``in_process_part.py``.
+server and Milvus Lite in ``milvus_part.py``, Qdrant in ``in_process_part.py``; the
+topologies (PostgreSQL pairs, Sentinel groups, Redis Cluster) in ``postgres_ha.py``,
+``resp_ha.py`` and ``resp_cluster.py``.
 
 Everything a provider starts lives under one private temporary directory
 (mode 0700) and on loopback ports, so xdist workers never share an engine.
@@ -68,6 +70,7 @@ from .postgres_part import PG_USER as PG_USER
 from .postgres_part import POSTGRES_MEMORY_LIMIT as POSTGRES_MEMORY_LIMIT
 from .postgres_part import POSTGRES_SETTINGS as POSTGRES_SETTINGS
 from .postgres_part import POSTGRES_WHEEL, PostgresPart, postgres_bin_dir, postgres_self_check
+from .resp_cluster import RespCluster
 from .resp_ha import sentinel_parts
 from .resp_part import (
     REDIS_MAXMEMORY,
@@ -119,6 +122,7 @@ def engine_parts() -> dict[str, EnginePart]:
         **{kind: PostgresPair(kind, synchronous=sync, bin_dir=postgres_bin_dir)
            for kind, sync in PG_TOPOLOGIES.items()},
         **sentinel_parts({"redis": redis_server_path, "valkey": valkey_server_path}),
+        "redis-cluster": RespCluster("redis-cluster", redis_server_path),
     }
 
 
@@ -267,8 +271,9 @@ class EmbeddedProvider(Provider):
         after the promotion: the split brain of a VM pause (the parts say what follows).
 
         Only a replicated topology has one (``postgres-ha``, ``postgres-ha-async``,
-        ``redis-sentinel``, ``valkey-sentinel``); the figures it returns say what the
-        failover took (``postgres_ha.PostgresPair``, ``resp_ha.SentinelGroup``)."""
+        ``redis-sentinel``, ``valkey-sentinel``, ``redis-cluster``); the figures it
+        returns say what the failover took (``postgres_ha.PostgresPair``,
+        ``resp_ha.SentinelGroup``, ``resp_cluster.RespCluster``)."""
         self.url(engine)
         part = self._parts[engine]
         failover = getattr(part, "failover", None)

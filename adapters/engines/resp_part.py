@@ -213,19 +213,21 @@ def _redis_calls(url: str, engine: str, commands: Sequence[Sequence[object]]) ->
 # -- self-checks (each part's ``self_check``) ---------------------------------------
 
 
-def _check_redis(url: str, engine: str = "redis") -> str:
+def _check_redis(url: str, engine: str = "redis", tag: str = "") -> str:
     """VADD of the self-check rows into a vector set, one VSIM; the version.
 
     Vector sets (Redis 8) are the redis stack's index; ``NOQUANT`` and ``FP32`` as
     ``RedisVsetIndex`` uses them, and the default int8 quantisation too, whose
     distance loops are the other vectorised path. Raises BackendUnavailable naming
     ``redis`` if a command fails (a crashed server included) or VSIM answers wrong.
+    ``tag`` (``{...}``) starts the key: a cluster node accepts only keys whose hash
+    tag falls in its own slots (``resp_cluster``).
     """
     version = _version_of(url, engine)
     rows = self_check_vectors()
     query = _fp32(rows[SELF_CHECK_NEAREST - 1])
     for quantisation in ("NOQUANT", "Q8"):
-        key = f"{_self_check_key()}:{quantisation}"
+        key = f"{tag}{_self_check_key()}:{quantisation}"
         adds = [("VADD", key, "FP32", _fp32(row), f"e{i}", quantisation)
                 for i, row in enumerate(rows, 1)]
         try:

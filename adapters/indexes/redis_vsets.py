@@ -9,6 +9,15 @@ plain keys, written synchronously: an upsert is visible when VADD returns.
 Redis may run without persistence, so the index can tell when it lost its
 data (``SelfChecking``): a namespace-wide ``intact`` key vanishes with it, a
 query then raises ``TierLost``, and the store rebuilds the index in recover().
+The key holds the replication id of the server it was set on (``resp.REPLID_LUA``),
+so a failover to a replica (a Sentinel group, a Redis Cluster) that may lack the
+last VADDs is distrusted the same way; a query reads it and runs VSIM in one script.
+
+On a Redis Cluster (a ``redis+cluster://`` URL) the script's two keys must share
+a slot, so, as the log does (``redis_log``), users fall into buckets by the first
+hex digit of their key: a user's set is ``<ns>:v:{<ns>.v.<digit>}:<hex>``, and each
+bucket has its marker and rebuild token on its own slot, holding the replication
+id of the primary that serves the bucket.
 """
 
 from __future__ import annotations
@@ -17,8 +26,13 @@ import secrets
 import struct
 from collections.abc import Sequence
 
-from redis.asyncio import Redis
-
+from nomnesia.adapters.resp import (
+    REPLID_LUA,
+    AnyRedis,
+    eval_each,
+    is_cluster_url,
+    resp_client,
+)
 from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import Entry
 
@@ -34,8 +48,10 @@ from ._common import (
 __all__ = ["RedisVsetIndex"]
 
 _MAX_EF = 1_000_000
+_BUCKETS = "0123456789abcdef"
 # Set the intact marker only if the rebuild that asked for it is still the
 # current one: an engine that restarted meanwhile lost the rebuild key too.
+# (RedisSearchIndex's marker; this index binds its own to the replication id.)
 _MARK = """
 if redis.call('GET', KEYS[2]) == ARGV[1] then
   redis.call('SET', KEYS[1], '1')
@@ -43,6 +59,37 @@ if redis.call('GET', KEYS[2]) == ARGV[1] then
   return 1
 end
 return 0
+"""
+
+# KEYS: the marker. The server's replication id, as of now.
+_SET_INTACT = REPLID_LUA + """
+redis.call('SET', KEYS[1], replid())
+return 1
+"""
+
+_INTACT = REPLID_LUA + """
+return redis.call('GET', KEYS[1]) == replid() and 1 or 0
+"""
+
+# KEYS: the rebuild token. Bound to the replication id: a failover spoils it.
+_BEGIN_REBUILD = REPLID_LUA + """
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. replid())
+return 1
+"""
+
+# KEYS: the marker, the rebuild token.
+_MARK_INTACT = REPLID_LUA + """
+if redis.call('GET', KEYS[2]) ~= ARGV[1] .. ':' .. replid() then return 0 end
+redis.call('SET', KEYS[1], replid())
+redis.call('DEL', KEYS[2])
+return 1
+"""
+
+# KEYS: the user's set, the marker. ARGV: the FP32 query, COUNT, EF. 0: not intact.
+_QUERY = REPLID_LUA + """
+if redis.call('GET', KEYS[2]) ~= replid() then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+return redis.call('VSIM', KEYS[1], 'FP32', ARGV[1], 'COUNT', ARGV[2], 'EF', ARGV[3])
 """
 
 
@@ -56,15 +103,29 @@ class RedisVsetIndex(IndexBase):
                  timeout: float = 5.0,
                  reuse: bool = False) -> None:
         super().__init__(namespace=namespace, dim=dim, timeout=timeout, reuse=reuse)
-        self._redis: Redis = Redis.from_url(url, socket_timeout=timeout,
-                                            socket_connect_timeout=timeout)
-        # Not of the form <64 hex>, so never a user's key; matched by drop()'s scan.
-        self._intact_key = f"{self.namespace}:v:intact"
-        self._rebuild_key = f"{self.namespace}:v:rebuild"
-        self._mark = self._redis.register_script(_MARK)
+        self._client = resp_client(url, timeout=timeout)
+        self._redis: AnyRedis = self._client.redis
+        self._cluster = is_cluster_url(url)
+        # (marker, rebuild token) per bucket; not of the form <64 hex>, so never a
+        # user's key; matched by drop()'s scan. One bucket unless on a cluster.
+        self._buckets = {digit: self._bucket_keys(digit)
+                         for digit in (_BUCKETS if self._cluster else [""])}
+        self._query = self._redis.register_script(_QUERY)
+
+    def _bucket_keys(self, digit: str) -> tuple[str, str]:
+        if not self._cluster:
+            return f"{self.namespace}:v:intact", f"{self.namespace}:v:rebuild"
+        tag = f"{self.namespace}:v:{{{self.namespace}.v.{digit}}}"
+        return f"{tag}:intact", f"{tag}:rebuild"
 
     def key(self, user_id: str) -> str:
-        return f"{self.namespace}:v:{user_key(user_id)}"
+        sha = user_key(user_id)
+        if not self._cluster:
+            return f"{self.namespace}:v:{sha}"
+        return f"{self.namespace}:v:{{{self.namespace}.v.{sha[0]}}}:{sha}"
+
+    def _marker(self, user_id: str) -> str:
+        return self._buckets[user_key(user_id)[0] if self._cluster else ""][0]
 
     def _blob(self, vector: Sequence[float]) -> bytes:
         return struct.pack(f"<{self.dim}f", *vector)
@@ -80,7 +141,8 @@ class RedisVsetIndex(IndexBase):
                 return
             self._created = True
             if not self.reuse:  # reopened and found empty: recover() vouches after a rebuild
-                await self._redis.set(self._intact_key, "1")
+                await eval_each(self._redis, _SET_INTACT,
+                                [[marker] for marker, _ in self._buckets.values()])
         await self._calls(self.timeout * 10, run())
 
     async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
@@ -103,27 +165,33 @@ class RedisVsetIndex(IndexBase):
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
         k = check_k(k)
-        pipe = self._redis.pipeline(transaction=True)  # the marker and the answer, atomically
-        pipe.exists(self._intact_key)
-        pipe.execute_command("VSIM", self.key(user_id), "FP32", self._blob(vector), "COUNT", k,
-                             "EF", min(max(200, k), _MAX_EF))
-        intact, found = await self._calls(self.timeout, pipe.execute())
-        if not intact:
-            raise TierLost(f"{self.name} lost its data (restarted empty?); recover() rebuilds it")
+        # The marker and the answer in one script: atomically, on the user's slot.
+        found = await self._calls(self.timeout, self._query(
+            keys=[self.key(user_id), self._marker(user_id)],
+            args=[self._blob(vector), k, min(max(200, k), _MAX_EF)]))
+        if found == 0:
+            raise TierLost(f"{self.name} lost its data (restarted empty, or failed over?); "
+                           "recover() rebuilds it")
         return [e.decode("utf-8") for e in found or []]
 
     async def intact(self) -> bool:
-        return bool(await self._calls(self.timeout, self._redis.exists(self._intact_key)))
+        """Whether every bucket is (a script per bucket, in one pipeline, as the log)."""
+        found = await self._calls(self.timeout, eval_each(
+            self._redis, _INTACT, [[marker] for marker, _ in self._buckets.values()]))
+        return all(found)
 
     async def begin_rebuild(self) -> str:
         token = secrets.token_hex(8)
-        await self._calls(self.timeout, self._redis.set(self._rebuild_key, token))
+        await self._calls(self.timeout, eval_each(
+            self._redis, _BEGIN_REBUILD, [[rebuild] for _, rebuild in self._buckets.values()],
+            [token]))
         return token
 
     async def mark_intact(self, token: str) -> bool:
-        done = await self._calls(self.timeout, self._mark(
-            keys=[self._intact_key, self._rebuild_key], args=[token]))
-        return bool(done)
+        """Vouch for every bucket whose token survived on its primary; whether all did."""
+        done = await self._calls(self.timeout, eval_each(
+            self._redis, _MARK_INTACT, [list(keys) for keys in self._buckets.values()], [token]))
+        return all(done)
 
     async def ids(self, user_id: str) -> set[str]:
         # VRANDMEMBER with a count at least the set's size returns every element.
@@ -146,4 +214,4 @@ class RedisVsetIndex(IndexBase):
         try:
             await settle_and_drop(self)
         finally:
-            await self._redis.aclose()
+            await self._client.aclose()
