@@ -398,6 +398,7 @@ def _control(pair: str) -> NemesisConfig:
 
 
 @needs_pgvector_ha
+@pytest.mark.slow  # a nemesis run with a failover: nox -s slow
 @pytest.mark.xdist_group("postgres-ha")
 async def test_the_nemesis_catches_an_async_pair_losing_acknowledged_appends(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -420,6 +421,7 @@ async def test_the_nemesis_catches_an_async_pair_losing_acknowledged_appends(
 
 
 @needs_pgvector_ha
+@pytest.mark.slow  # a nemesis run with a failover: nox -s slow
 @pytest.mark.xdist_group("postgres-ha")
 async def test_the_control_on_the_synchronous_pair_loses_nothing() -> None:
     """The same run with the archive on the synchronous pair: a standby cut off makes

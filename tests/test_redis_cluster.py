@@ -180,6 +180,7 @@ def _keys_on_primaries(part: RespCluster, namespace: str) -> list[bytes]:
     return found
 
 
+@pytest.mark.slow  # failovers take seconds: nox -s slow
 async def test_a_failover_distrusts_the_failed_shard_until_a_rebuild(
         cluster: EmbeddedProvider) -> None:
     """The replica a failover promotes may lack its primary's last writes: the buckets on
@@ -242,6 +243,7 @@ async def test_a_failover_distrusts_the_failed_shard_until_a_rebuild(
     assert _keys_on_primaries(part, namespace) == []
 
 
+@pytest.mark.slow  # failovers take seconds: nox -s slow
 async def test_a_store_keeps_every_acknowledged_append_through_failovers(
         cluster: EmbeddedProvider) -> None:
     """The redis-cluster stack, appends before, between and after two failovers by users
@@ -300,6 +302,7 @@ def _alive(processes: list[psutil.Process]) -> list[psutil.Process]:
     return alive
 
 
+@pytest.mark.slow
 def test_sigkill_of_a_process_that_started_a_cluster_leaves_nothing() -> None:
     child = subprocess.Popen([sys.executable, "-c", _CHILD], stdout=subprocess.PIPE, text=True)
     try:
