@@ -13,7 +13,9 @@ Reads never trust a tier that may be behind:
 - ``get_history`` serves the log only when no write of that user is in flight
   in this store and none was interrupted (a per-user seqlock: the version is
   bumped when a writer takes the user's lock, and re-checked after the read);
-  otherwise it reads the archive's live rows.
+  otherwise it reads the archive's live rows. It reads them too while the log
+  does not answer (its engine down, or failing over): the log is a cache, and
+  its outage need not be the reader's.
 - ``search`` over-fetches ids from the index, then keeps only the archive's
   live rows (plus live rows whose content is exactly the query), so an index
   that still holds covered or forgotten entries can never leak them.
@@ -326,6 +328,8 @@ class TieredMemoryStore:
                     entries = await self._call(self.log.name, self._log_tail(user_id, limit))
                 except TierLost:
                     self._log_lost = True
+                except (BackendUnavailable, BackendTimeout):
+                    pass  # the log is a cache: while it is down (a failover) read the archive
                 else:
                     if entries is not None and guard.version == version and not (
                             guard.lock.locked() or guard.dirty):

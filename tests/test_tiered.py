@@ -440,3 +440,28 @@ def test_hashing_embedder_cache_changes_no_vector_and_hands_out_copies() -> None
             return text.split()
 
     assert Words(16).embed_one("pay the rent") != HashingEmbedder(16).embed_one("pay the rent")
+
+
+class _DownLog(InMemoryLog):
+    """A log whose engine stopped answering reads (a failover in progress)."""
+
+    down = False
+
+    async def tail(self, user_id: str, limit: int) -> list[Entry]:
+        if self.down:
+            raise ConnectionError("Connection refused")  # what redis-py raises
+        return await super().tail(user_id, limit)
+
+
+async def test_history_reads_the_archive_while_the_log_does_not_answer() -> None:
+    """The log is a cache: a read while its engine is down (failing over) is served by
+    the archive, not failed; writes still need every tier (they raise, naming it)."""
+    log = _DownLog()
+    async with TieredMemoryStore(log=log, index=InMemoryIndex(), archive=InMemoryArchive(),
+                                 keep_last=2) as store:
+        entries = [await store.append_message("ann", "user", f"m{i}") for i in range(3)]
+        log.down = True
+        assert await store.get_history("ann", 10) == entries
+        log.down = False
+        assert await store.get_history("ann", 10) == entries
+        assert not store._log_lost  # an outage is not a loss: the log is trusted again
