@@ -49,7 +49,16 @@ from nomnesia.suite.contract import Entry
 from nomnesia.suite.errors import BackendUnavailable
 
 from .bounds import clamp_limit
-from .resp import REPLID_LUA, AnyRedis, eval_each, is_cluster_url, resp_client
+from .resp import (
+    BEGIN_REBUILD_LUA,
+    INTACT_LUA,
+    MARK_INTACT_LUA,
+    REPLID_LUA,
+    AnyRedis,
+    eval_each,
+    is_cluster_url,
+    resp_client,
+)
 from .tiers import TierLost, check_namespace
 
 __all__ = ["CLUSTER_BUCKETS", "RedisLog", "drop_namespace"]
@@ -87,24 +96,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0
 """
 
-# A rebuild's token is bound to the replication id it began under: a failover during
-# the rebuild (the promoted replica may lack its last puts, yet has the token) makes
-# the token stale, as an engine that restarted empty (it lost the token) does.
-_BEGIN_REBUILD = _REPLID + """
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. replid())
-return 0
-"""
-
-_MARK_INTACT = _REPLID + """
-if redis.call('GET', KEYS[2]) ~= ARGV[1] .. ':' .. replid() then return 0 end
-redis.call('SET', KEYS[1], server())
-redis.call('DEL', KEYS[2])
-return 1
-"""
-
-_INTACT = _REPLID + """
-return vouched(redis.call('GET', KEYS[1])) and 1 or 0
-"""
+_BEGIN_REBUILD, _MARK_INTACT, _INTACT = BEGIN_REBUILD_LUA, MARK_INTACT_LUA, INTACT_LUA
 
 _REMOVE = """
 for i = 1, #ARGV do

@@ -30,10 +30,25 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.sentinel import Sentinel
 
-__all__ = ["CLUSTER_SCHEME", "REPLID_LUA", "SENTINEL_SCHEME", "AnyRedis", "RespClient",
-           "SentinelAddress",
-           "cluster_url", "eval_each", "is_cluster_url", "parse_cluster_url", "parse_sentinel_url",
-           "resp_client", "sentinel_url"]
+__all__ = [
+    "BEGIN_REBUILD_LUA",
+    "CLUSTER_SCHEME",
+    "INTACT_LUA",
+    "MARK_INTACT_LUA",
+    "REPLID_LUA",
+    "SENTINEL_SCHEME",
+    "SET_INTACT_LUA",
+    "AnyRedis",
+    "RespClient",
+    "SentinelAddress",
+    "cluster_url",
+    "eval_each",
+    "is_cluster_url",
+    "parse_cluster_url",
+    "parse_sentinel_url",
+    "resp_client",
+    "sentinel_url",
+]
 
 SENTINEL_SCHEME = "redis+sentinel"
 CLUSTER_SCHEME = "redis+cluster"
@@ -68,6 +83,36 @@ holds; ``vouched(marker)``: whether a marker still speaks for this server. A pri
 that had replicas and has none (an old primary thawed beside a promoted one, its
 replicas gone to it) is not vouched for. From ``INFO``: ``ROLE`` is not allowed in
 scripts."""
+
+# The marker protocol of a tier that can tell it lost data (tiers.SelfChecking), as
+# scripts: the log (redis_log) and the vector-set index (indexes.redis_vsets) share it.
+SET_INTACT_LUA = REPLID_LUA + """
+redis.call('SET', KEYS[1], server())
+return 1
+"""
+"""KEYS: the marker. Vouch for a fresh (empty, so complete) namespace."""
+
+INTACT_LUA = REPLID_LUA + """
+return vouched(redis.call('GET', KEYS[1])) and 1 or 0
+"""
+"""KEYS: the marker. 1 while it speaks for the server the script runs on."""
+
+BEGIN_REBUILD_LUA = REPLID_LUA + """
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. replid())
+return 1
+"""
+"""KEYS: the rebuild token; ARGV: its value. Bound to the replication id it began
+under: a failover during the rebuild (the promoted replica may lack its last puts,
+yet has the token) makes it stale, as a restart that lost the token does."""
+
+MARK_INTACT_LUA = REPLID_LUA + """
+if redis.call('GET', KEYS[2]) ~= ARGV[1] .. ':' .. replid() then return 0 end
+redis.call('SET', KEYS[1], server())
+redis.call('DEL', KEYS[2])
+return 1
+"""
+"""KEYS: the marker, the rebuild token; ARGV: the token. Vouch (1) only if the token
+is the rebuild's own, on the same replication history; else 0."""
 
 
 @dataclass(frozen=True)

@@ -37,20 +37,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
-
-from nomnesia.suite.errors import BackendUnavailable
-
 from ._proc import free_port
-from .part import READY_TIMEOUT, EngineHost, EnginePart, Ready, Running, _tail
+from .part import EngineHost, EnginePart, Ready, Running
 from .part import freeze as _freeze
 from .part import thaw as _thaw
 from .resp_part import (
-    REDIS_MEMORY_FLAGS,
+    NotYet,
     _answers_ping,
     _check_redis,
     _redis_call,
     _redis_calls,
+    node_argv,
+    poll_group,
     redis_server_path,
 )
 
@@ -66,9 +64,6 @@ replica's election delay (0.5 to 1 s). 2 s, like the Sentinels' ``down-after``
 (``resp_ha.DOWN_AFTER_MS``): a shorter one lets two busy cores fail a healthy
 primary over."""
 
-
-class _NotYet(Exception):
-    """A condition polled for is not true yet."""
 
 
 @dataclass
@@ -207,16 +202,14 @@ class RespCluster(EnginePart):
             # may be taken. A port taken makes the launch fail with "Address already in
             # use", and the host starts it again on other ports.
             bus = again.bus if again is not None else free_port()
-            argv = [*host.emulator(self.engine), str(binary), "--port", str(at),
-                    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                    "--dir", str(home), "--daemonize", "no", "--set-proc-title", "no",
+            argv = [*node_argv(host, self.engine, binary, at, home),
                     "--cluster-enabled", "yes",
                     "--cluster-config-file", str(home / "nodes.conf"),
                     "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
                     "--cluster-port", str(bus),
                     # a replica's full sync starts at once (the default waits 5 s for
                     # others to join it): a rejoin after a failover takes 1 s, not 6
-                    "--repl-diskless-sync-delay", "0", *REDIS_MEMORY_FLAGS]
+                    "--repl-diskless-sync-delay", "0"]
             launched.append((host.launch(self.engine, argv, log), bus))
             return launched[-1][0], lambda: _answers_ping(at)
 
@@ -268,20 +261,20 @@ class RespCluster(EnginePart):
         for view in self._view(port):
             if view.primary and any(lo <= slot <= hi for lo, hi in view.slots):
                 return view.port
-        raise _NotYet
+        raise NotYet
 
     def _promoted(self, live: list[Node], slot: int, old: int) -> None:
-        """Raise _NotYet until every live node says the cluster is ok and names one
+        """Raise NotYet until every live node says the cluster is ok and names one
         primary other than ``old`` for ``slot``, which says it is a primary."""
         owners = set()
         for node in live:
             if _cluster_info(node.port, self.engine).get("cluster_state") != "ok":
-                raise _NotYet
+                raise NotYet
             owners.add(self._owner(node.port, slot))
         if len(owners) != 1 or old in owners:
-            raise _NotYet
+            raise NotYet
         if _replication(owners.pop(), self.engine).get("role") != "master":
-            raise _NotYet
+            raise NotYet
 
     # -- waits -------------------------------------------------------------------
 
@@ -290,56 +283,47 @@ class RespCluster(EnginePart):
         for node in self._nodes:
             views = self._view(node.port)
             if len(views) != count or any(v.failing for v in views):
-                raise _NotYet
+                raise NotYet
 
     def _settled(self) -> None:
-        """Raise _NotYet until the cluster is whole: every node says ``cluster_state:ok``
+        """Raise NotYet until the cluster is whole: every node says ``cluster_state:ok``
         and sees the same nodes, none failing; each slot range has one primary with
         ``replicas`` replicas, and every replica's link to its primary is up (its sync
         is over)."""
         views = None
         for node in self._nodes:
             if _cluster_info(node.port, self.engine).get("cluster_state") != "ok":
-                raise _NotYet
+                raise NotYet
             seen = self._view(node.port)
             if views is not None and seen != views:
-                raise _NotYet
+                raise NotYet
             views = seen
         assert views is not None
         if {v.port for v in views} != {node.port for node in self._nodes} or any(
                 v.failing for v in views):
-            raise _NotYet
+            raise NotYet
         primaries = {v.id: v for v in views if v.primary and v.slots}
         if len(primaries) != self._primaries:
-            raise _NotYet
+            raise NotYet
         for view in views:
             if view.id in primaries:
                 continue
             if view.primary or view.master_id not in primaries:
-                raise _NotYet  # a node with no slots that is not a replica yet
+                raise NotYet  # a node with no slots that is not a replica yet
             info = _replication(view.port, self.engine)
             if (info.get("role") != "slave" or info.get("master_link_status") != "up"
                     or str(info.get("master_port")) != str(primaries[view.master_id].port)):
-                raise _NotYet
+                raise NotYet
         for primary in primaries.values():
             if sum(v.master_id == primary.id for v in views) != self._replicas:
-                raise _NotYet
+                raise NotYet
 
     def _view(self, port: int) -> list[View]:
         return parse_nodes(_text(_node_call(port, self.engine, "CLUSTER", "NODES")))
 
     def _await(self, host: EngineHost, check: Callable[[], Any], what: str) -> Any:
-        limit = READY_TIMEOUT * host.slowdown
-        retrying = Retrying(stop=stop_after_delay(limit),
-                            wait=wait_exponential(multiplier=0.02, max=0.25),
-                            retry=retry_if_exception_type((_NotYet, BackendUnavailable)),
-                            reraise=True)
-        try:
-            return retrying(check)
-        except (_NotYet, BackendUnavailable) as exc:
-            logs = "\n".join(f"{n.name} :{n.port}: {_tail(n.running.log, 4)}"
-                             for n in self._nodes)
-            raise BackendUnavailable(self.engine, f"{what} within {limit:g}s:\n{logs}") from exc
+        return poll_group(host, self.engine, check, what,
+                          [(n.name, n.running.log) for n in self._nodes])
 
     # -- checks ------------------------------------------------------------------
 

@@ -28,19 +28,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
-
 from nomnesia.suite.errors import BackendUnavailable
 
-from .part import READY_TIMEOUT, EngineHost, EnginePart, Ready, Running, _tail
+from .part import EngineHost, EnginePart, Ready, Running
 from .part import freeze as _freeze
 from .part import thaw as _thaw
 from .resp_part import (
-    REDIS_MEMORY_FLAGS,
+    NotYet,
     _answers_ping,
     _check_redis,
     _check_valkey,
     _redis_call,
+    node_argv,
+    poll_group,
     redis_server_path,
     valkey_server_path,
 )
@@ -65,9 +65,6 @@ TOPOLOGIES: dict[str, tuple[str, Callable[[], Path]]] = {
 }
 """Engine kind -> (the single engine it replicates, its server binary's locator)."""
 
-
-class _NotYet(Exception):
-    """A condition polled for is not true yet."""
 
 
 @dataclass
@@ -135,12 +132,10 @@ class SentinelGroup(EnginePart):
         launched: list[Running] = []
 
         def start(at: int) -> tuple[Running, Ready]:
-            argv = [*host.emulator(self.engine), str(binary), "--port", str(at),
-                    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                    "--dir", str(home), "--daemonize", "no", "--set-proc-title", "no",
-                    # a replica's full sync starts at once (the default waits 5 s for
-                    # others to join it): a rejoin after a failover takes 3 s, not 8
-                    "--repl-diskless-sync-delay", "0", *REDIS_MEMORY_FLAGS]
+            # a replica's full sync starts at once (the default waits 5 s for others
+            # to join it): a rejoin after a failover takes 3 s, not 8
+            argv = [*node_argv(host, self.engine, binary, at, home),
+                    "--repl-diskless-sync-delay", "0"]
             if primary is not None:
                 argv += ["--replicaof", "127.0.0.1", str(primary)]
             launched.append(host.launch(self.engine, argv, log))
@@ -230,10 +225,10 @@ class SentinelGroup(EnginePart):
                                   "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)
             ports.add(int(port))
         if len(ports) != 1:
-            raise _NotYet
+            raise NotYet
         port = ports.pop()
         if port == exclude or _role(port, self.engine) != "master":
-            raise _NotYet
+            raise NotYet
         return port
 
     # -- waits -------------------------------------------------------------------
@@ -247,7 +242,7 @@ class SentinelGroup(EnginePart):
         up = sum(1 for key, value in info.items()
                  if key.startswith("slave") and "state=online" in value)
         if up < self._replicas:
-            raise _NotYet
+            raise NotYet
 
     def _await_sentinels(self, host: EngineHost) -> None:
         """Every Sentinel knows the primary, its replicas and the other Sentinels: only
@@ -255,7 +250,7 @@ class SentinelGroup(EnginePart):
         self._await(host, self._sentinels_agree, "the Sentinels did not agree on the group")
 
     def _sentinels_agree(self, healthy: int | None = None) -> None:
-        """Raise _NotYet unless every Sentinel names ``_nodes[0]`` as the primary, is not
+        """Raise NotYet unless every Sentinel names ``_nodes[0]`` as the primary, is not
         failing it over (a leader in the middle of a failover names the promoted replica
         already, and would not vote in the next one), sees ``healthy`` replicas not down
         (default: all) and the other Sentinels."""
@@ -269,24 +264,15 @@ class SentinelGroup(EnginePart):
             peers = _redis_call(url, self.engine, "SENTINEL", "SENTINELS", SERVICE)
             flags = _fields(_redis_call(url, self.engine, "SENTINEL", "MASTER", SERVICE))
             if flags.get("flags") != b"master":  # s_down, o_down, failover_in_progress
-                raise _NotYet
+                raise NotYet
             up = [r for r in replicas if b"s_down" not in _fields(r).get("flags", b"")]
             seen = (int(port), len(up), len(peers))
             if seen[0] != want[0] or seen[1] < want[1] or seen[2] != want[2]:
-                raise _NotYet
+                raise NotYet
 
     def _await(self, host: EngineHost, check: Callable[[], Any], what: str) -> Any:
-        limit = READY_TIMEOUT * host.slowdown
-        retrying = Retrying(stop=stop_after_delay(limit),
-                            wait=wait_exponential(multiplier=0.02, max=0.25),
-                            retry=retry_if_exception_type((_NotYet, BackendUnavailable)),
-                            reraise=True)
-        try:
-            return retrying(check)
-        except (_NotYet, BackendUnavailable) as exc:
-            logs = "\n".join(f"{n.name}: {_tail(n.running.log, 4)}"
-                             for n in [*self._nodes, *self._sentinels])
-            raise BackendUnavailable(self.engine, f"{what} within {limit:g}s:\n{logs}") from exc
+        return poll_group(host, self.engine, check, what,
+                          [(n.name, n.running.log) for n in [*self._nodes, *self._sentinels]])
 
     # -- checks ------------------------------------------------------------------
 

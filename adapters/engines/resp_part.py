@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
+
 from nomnesia.suite.errors import BackendUnavailable
 
 from .part import (
@@ -29,11 +31,13 @@ from .part import (
     _missing,
     _package_dir,
     _self_check_key,
+    _tail,
     self_check_vectors,
 )
 
-__all__ = ["REDIS_MAXMEMORY", "REDIS_MEMORY_FLAGS", "RedisPart", "RedisSearchPart", "RespPart",
-           "ValkeyPart", "redis_search_module_path", "redis_server_path", "valkey_server_path"]
+__all__ = ["REDIS_MAXMEMORY", "REDIS_MEMORY_FLAGS", "NotYet", "RedisPart", "RedisSearchPart",
+           "RespPart", "ValkeyPart", "node_argv", "poll_group", "redis_search_module_path",
+           "redis_server_path", "valkey_server_path"]
 
 REDIS_MAXMEMORY = "512mb"
 """Memory bound of every Redis and Valkey this project starts (provider, nemesis restarts).
@@ -141,6 +145,37 @@ class RedisSearchPart(RespPart):
         return _check_redis_search(url, self.engine)
 
 
+def node_argv(host: EngineHost, engine: str, binary: Path, port: int, home: Path) -> list[str]:
+    """The command line every Redis or Valkey this project starts shares: loopback, no
+    persistence, memory-bounded (``REDIS_MEMORY_FLAGS``), the command line left in
+    ``/proc`` (``--set-proc-title no``) for the fault injector; callers add their role."""
+    return [*host.emulator(engine), str(binary), "--port", str(port), "--bind", "127.0.0.1",
+            "--save", "", "--appendonly", "no", "--dir", str(home), "--daemonize", "no",
+            "--set-proc-title", "no", *REDIS_MEMORY_FLAGS]
+
+
+class NotYet(Exception):
+    """A condition that :func:`poll_group` waits for is not true yet."""
+
+
+def poll_group(host: EngineHost, engine: str, check: Callable[[], Any], what: str,
+               logs: Sequence[tuple[str, Path]]) -> Any:
+    """``check()`` until it stops raising ``NotYet`` (or ``BackendUnavailable``: a member
+    restarting), within the start-up bound; its result. Past the bound, raise
+    ``BackendUnavailable`` saying ``what`` did not happen, with the tail of each member's
+    log (``(name, path)``): a topology's members, not one process, explain its state."""
+    limit = READY_TIMEOUT * host.slowdown
+    retrying = Retrying(stop=stop_after_delay(limit),
+                        wait=wait_exponential(multiplier=0.02, max=0.25),
+                        retry=retry_if_exception_type((NotYet, BackendUnavailable)),
+                        reraise=True)
+    try:
+        return retrying(check)
+    except (NotYet, BackendUnavailable) as exc:
+        tails = "\n".join(f"{name}: {_tail(path, 4)}" for name, path in logs)
+        raise BackendUnavailable(engine, f"{what} within {limit:g}s:\n{tails}") from exc
+
+
 def _start_resp(host: EngineHost, engine: str, binary: Path, modules: Sequence[Path] = ()) -> str:
     """Redis or Valkey, memory-bounded (``REDIS_MEMORY_FLAGS``), with ``modules`` loaded.
 
@@ -151,10 +186,7 @@ def _start_resp(host: EngineHost, engine: str, binary: Path, modules: Sequence[P
     home.mkdir(exist_ok=True)
 
     def start(port: int) -> tuple[Running, Ready]:
-        argv = [*host.emulator(engine), str(binary), "--port", str(port),
-                "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no", "--dir", str(home), "--daemonize", "no",
-                "--databases", "16", "--set-proc-title", "no", *REDIS_MEMORY_FLAGS]
+        argv = [*node_argv(host, engine, binary, port, home), "--databases", "16"]
         for module in modules:
             argv += ["--loadmodule", str(module)]
         return (host.launch(engine, argv, home / f"{engine}.log"),

@@ -9,9 +9,11 @@ plain keys, written synchronously: an upsert is visible when VADD returns.
 Redis may run without persistence, so the index can tell when it lost its
 data (``SelfChecking``): a namespace-wide ``intact`` key vanishes with it, a
 query then raises ``TierLost``, and the store rebuilds the index in recover().
-The key holds the replication id of the server it was set on (``resp.REPLID_LUA``),
-so a failover to a replica (a Sentinel group, a Redis Cluster) that may lack the
-last VADDs is distrusted the same way; a query reads it and runs VSIM in one script.
+The key holds the replication id of the server it was set on, and whether that
+server had replicas (``resp.REPLID_LUA``, the log's marker protocol), so a failover
+to a replica (a Sentinel group, a Redis Cluster) that may lack the last VADDs, or an
+old primary thawed beside a promoted one, is distrusted the same way; a query reads
+it and runs VSIM in one script.
 
 On a Redis Cluster (a ``redis+cluster://`` URL) the script's two keys must share
 a slot, so, as the log does (``redis_log``), users fall into buckets by the first
@@ -27,7 +29,11 @@ import struct
 from collections.abc import Sequence
 
 from nomnesia.adapters.resp import (
+    BEGIN_REBUILD_LUA,
+    INTACT_LUA,
+    MARK_INTACT_LUA,
     REPLID_LUA,
+    SET_INTACT_LUA,
     AnyRedis,
     eval_each,
     is_cluster_url,
@@ -61,33 +67,14 @@ end
 return 0
 """
 
-# KEYS: the marker. The server's replication id, as of now.
-_SET_INTACT = REPLID_LUA + """
-redis.call('SET', KEYS[1], replid())
-return 1
-"""
-
-_INTACT = REPLID_LUA + """
-return redis.call('GET', KEYS[1]) == replid() and 1 or 0
-"""
-
-# KEYS: the rebuild token. Bound to the replication id: a failover spoils it.
-_BEGIN_REBUILD = REPLID_LUA + """
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. replid())
-return 1
-"""
-
-# KEYS: the marker, the rebuild token.
-_MARK_INTACT = REPLID_LUA + """
-if redis.call('GET', KEYS[2]) ~= ARGV[1] .. ':' .. replid() then return 0 end
-redis.call('SET', KEYS[1], replid())
-redis.call('DEL', KEYS[2])
-return 1
-"""
+# The marker protocol, shared with the log (resp.py): a marker holds the replication id
+# and whether the server had replicas; a rebuild token is bound to the replication id.
+_SET_INTACT, _INTACT = SET_INTACT_LUA, INTACT_LUA
+_BEGIN_REBUILD, _MARK_INTACT = BEGIN_REBUILD_LUA, MARK_INTACT_LUA
 
 # KEYS: the user's set, the marker. ARGV: the FP32 query, COUNT, EF. 0: not intact.
 _QUERY = REPLID_LUA + """
-if redis.call('GET', KEYS[2]) ~= replid() then return 0 end
+if not vouched(redis.call('GET', KEYS[2])) then return 0 end
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 return redis.call('VSIM', KEYS[1], 'FP32', ARGV[1], 'COUNT', ARGV[2], 'EF', ARGV[3])
 """
