@@ -43,6 +43,7 @@ import secrets
 from collections.abc import Sequence
 from typing import Any, cast
 
+from redis import exceptions as redis_errors
 from redis.exceptions import RedisError
 
 from nomnesia.suite.contract import Entry
@@ -59,7 +60,7 @@ from .resp import (
     is_cluster_url,
     resp_client,
 )
-from .tiers import TierLost, check_namespace
+from .tiers import TierDown, TierLost, check_namespace
 
 __all__ = ["CLUSTER_BUCKETS", "RedisLog", "drop_namespace"]
 
@@ -177,7 +178,11 @@ class RedisLog:
         intact_key = self._buckets[self._prefix(user_id)[1]][0]
         keys = [self._keys(user_id)[0], intact_key, *marker]
         # ZRANGE takes a long long: -2**64 is "value is not an integer" (issue 14).
-        blobs = await self._tail(keys=keys, args=[-clamp_limit(limit)])
+        try:
+            blobs = await self._tail(keys=keys, args=[-clamp_limit(limit)])
+        except (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError) as exc:
+            # no answer (down, failing over), not a refusal: the store reads the archive
+            raise TierDown(f"{self.name} does not answer: {type(exc).__name__}: {exc}") from exc
         if blobs is None:
             raise TierLost(f"{self.name} lost its data (restarted empty?); recover() rebuilds it")
         if blobs == 0:

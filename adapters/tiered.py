@@ -14,8 +14,9 @@ Reads never trust a tier that may be behind:
   in this store and none was interrupted (a per-user seqlock: the version is
   bumped when a writer takes the user's lock, and re-checked after the read);
   otherwise it reads the archive's live rows. It reads them too while the log
-  does not answer (its engine down, or failing over): the log is a cache, and
-  its outage need not be the reader's.
+  does not answer (``TierDown``: its engine down, or failing over; or the call
+  timed out): the log is a cache, and its outage need not be the reader's. An
+  error the engine answered with is still the caller's.
 - ``search`` over-fetches ids from the index, then keeps only the archive's
   live rows (plus live rows whose content is exactly the query), so an index
   that still holds covered or forgotten entries can never leak them.
@@ -67,6 +68,7 @@ from .tiers import (
     SharedLog,
     ShortTermLog,
     StalePrefix,
+    TierDown,
     TierLost,
     VectorIndex,
 )
@@ -195,7 +197,7 @@ class TieredMemoryStore:
             raise BackendTimeout(backend, self.timeout)
         try:
             return task.result()
-        except (ValueError, TypeError, MemoryStoreError, StalePrefix, TierLost):
+        except (ValueError, TypeError, MemoryStoreError, StalePrefix, TierLost, TierDown):
             raise
         except (TimeoutError, asyncio.TimeoutError):  # distinct classes before Python 3.11
             raise BackendTimeout(backend, self.timeout) from None
@@ -328,7 +330,7 @@ class TieredMemoryStore:
                     entries = await self._call(self.log.name, self._log_tail(user_id, limit))
                 except TierLost:
                     self._log_lost = True
-                except (BackendUnavailable, BackendTimeout):
+                except (TierDown, BackendTimeout):
                     pass  # the log is a cache: while it is down (a failover) read the archive
                 else:
                     if entries is not None and guard.version == version and not (

@@ -31,7 +31,7 @@ from typing import Protocol, runtime_checkable
 from nomnesia.suite.contract import Entry
 
 __all__ = ["NAMESPACE_RE", "ArchiveTier", "SelfChecking", "SharedArchive", "SharedLog",
-           "ShortTermLog", "StalePrefix", "TierLost", "VectorIndex", "check_namespace",
+           "ShortTermLog", "StalePrefix", "TierDown", "TierLost", "VectorIndex", "check_namespace",
            "new_namespace"]
 
 NAMESPACE_RE = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
@@ -58,6 +58,15 @@ class TierLost(Exception):
     Raised by a read that cannot vouch for its answer; the store then reads the
     archive instead, and ``recover()`` rebuilds the tier.
     """
+
+
+class TierDown(Exception):
+    """A tier's engine does not answer (down, restarting, failing over) on a read.
+
+    Not a loss and not a refusal: the store serves the read from the archive
+    instead, and trusts the tier again once it answers. A tier raises it only for
+    a connection that failed, never for an error the engine answered with (a bad
+    argument stays an error: the archive must not hide it)."""
 
 
 @runtime_checkable

@@ -282,6 +282,7 @@ class _RestartingPair:
         self.inner.close()
 
 
+@pytest.mark.slow  # engines and a failover: nox -s slow
 async def test_a_run_with_failover_faults_measures_each_window() -> None:
     """pgvector with a PostgreSQL that "fails over" by restarting: every fault is recorded
     with its figures, every call of the load lands in a window, nothing is lost."""
@@ -309,6 +310,7 @@ async def test_a_run_with_failover_faults_measures_each_window() -> None:
 # -- a standby cut off before the failover: the asynchronous pair loses what it acknowledged --
 
 
+@pytest.mark.slow  # engines and a failover: nox -s slow
 @pytest.mark.xdist_group("postgres-ha")
 def test_a_detached_async_standby_is_promoted_without_the_acknowledged_row() -> None:
     """What ``--lag`` does before each failover, on the pair alone: the row acknowledged

@@ -125,6 +125,7 @@ def test_cluster_nodes_are_read_as_each_node_sees_them() -> None:
     ]
 
 
+@pytest.mark.slow  # starts a cluster: nox -s slow
 def test_the_cluster_starts_whole_and_its_url_names_every_node(cluster: EmbeddedProvider) -> None:
     started = time.monotonic()
     url = cluster.url("redis-cluster")
@@ -138,6 +139,7 @@ def test_the_cluster_starts_whole_and_its_url_names_every_node(cluster: Embedded
     assert "3 primaries" in check and "cluster_state:ok" in check
 
 
+@pytest.mark.slow  # starts a cluster: nox -s slow
 async def test_a_log_round_trips_users_of_every_bucket_across_the_shards(
         cluster: EmbeddedProvider) -> None:
     url = cluster.url("redis-cluster")

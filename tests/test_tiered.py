@@ -16,7 +16,7 @@ import pytest
 
 from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
 from nomnesia.adapters.tiered import FAILPOINTS, TieredMemoryStore
-from nomnesia.adapters.tiers import TierLost
+from nomnesia.adapters.tiers import TierDown, TierLost
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry, EntryLike
 from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, StoreClosed
 from nomnesia.suite.failpoints import Action, armed, recording
@@ -449,7 +449,7 @@ class _DownLog(InMemoryLog):
 
     async def tail(self, user_id: str, limit: int) -> list[Entry]:
         if self.down:
-            raise ConnectionError("Connection refused")  # what redis-py raises
+            raise TierDown("redis does not answer: ConnectionError")  # as RedisLog says it
         return await super().tail(user_id, limit)
 
 

@@ -23,7 +23,8 @@ import pytest
 from nomnesia.adapters.engines import EmbeddedProvider
 from nomnesia.adapters.engines.postgres_ha import PostgresPair
 
-pytestmark = pytest.mark.xdist_group("postgres-ha")
+# Each test fails a pair over (seconds each): nox -s slow runs them, nox -s tests does not.
+pytestmark = [pytest.mark.xdist_group("postgres-ha"), pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
