@@ -297,16 +297,24 @@ def docker_ping(timeout: float = 1.0) -> tuple[bool, str]:
     return False, f"{host}: unexpected answer {answer[:40]!r}"
 
 
-def doctor_checks(*, docker_timeout: float = 1.0, start: bool = False) -> list[Check]:
+def doctor_checks(*, docker_timeout: float = 1.0, start: bool = False,
+                  topologies: bool = False) -> list[Check]:
     """Every check doctor prints; with ``start``, each installed engine is started in a
-    private embedded provider and self-checked (a few seconds; Milvus takes ~15 s)."""
+    private embedded provider and self-checked (a few seconds; Milvus takes ~15 s).
+
+    A topology runs the binary of a single engine already self-checked here, in 2 to 6
+    processes that take seconds to agree (Sentinels find one another in ~7 s): it is
+    started and checked only with ``topologies``, so a first doctor stays quick."""
     provider = None
     if start:
         from nomnesia.adapters.engines import EmbeddedProvider
 
         provider = EmbeddedProvider()
     try:
-        checks = [_engine_check(kind, provider) for kind in embedded_rows()]
+        from nomnesia.adapters.engines import TOPOLOGIES
+
+        checks = [_engine_check(kind, provider if topologies or kind not in TOPOLOGIES
+                                else None) for kind in embedded_rows()]
     finally:
         if provider is not None:
             provider.close()
@@ -368,7 +376,8 @@ def _table(checks: Sequence[Check], out: TextIO) -> None:
 
 
 def cmd_doctor(ns: argparse.Namespace) -> int:
-    checks = doctor_checks(docker_timeout=ns.timeout, start=not ns.no_start)
+    checks = doctor_checks(docker_timeout=ns.timeout, start=not ns.no_start,
+                           topologies=ns.topologies)
     if ns.json:
         print(json.dumps([c.__dict__ for c in checks], indent=2))
     else:
@@ -417,6 +426,9 @@ def parser() -> argparse.ArgumentParser:
                         help="seconds to wait for Docker to answer")
     doctor.add_argument("--no-start", action="store_true",
                         help="only look for the engines; do not start and self-check them")
+    doctor.add_argument("--topologies", action="store_true",
+                        help="also start and self-check the replicated topologies "
+                        "(postgres-ha, redis-sentinel, redis-cluster ...): about 30 s more")
     doctor.set_defaults(func=cmd_doctor)
     return top
 

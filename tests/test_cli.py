@@ -287,3 +287,28 @@ def test_docker_ping(fake_docker: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCKER_HOST", "ssh://somewhere")
     ok, detail = cli.docker_ping()
     assert not ok and "not unix:// or tcp://" in detail
+
+
+@pytest.mark.parametrize("topologies", [False, True])
+def test_doctor_starts_the_topologies_only_when_asked(
+        monkeypatch: pytest.MonkeyPatch, topologies: bool) -> None:
+    """A topology runs an already self-checked binary in up to 6 processes that take
+    seconds to agree: a first doctor only looks for it; --topologies starts it."""
+    import nomnesia.adapters.engines as engines
+    from nomnesia.adapters.engines import TOPOLOGIES
+
+    class Started:
+        def close(self) -> None:
+            pass
+
+    started: dict[str, bool] = {}
+
+    def check(kind: str, provider: object = None) -> cli.Check:
+        started[kind] = provider is not None
+        return cli.Check("engine", kind, True, "")
+
+    monkeypatch.setattr(engines, "EmbeddedProvider", Started)
+    monkeypatch.setattr(cli, "_engine_check", check)
+    cli.doctor_checks(docker_timeout=0.01, start=True, topologies=topologies)
+    assert started["redis"] and started["postgres"]
+    assert all(started[kind] is topologies for kind in TOPOLOGIES), started
