@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import os
 import random
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -94,6 +95,32 @@ def test_proxy_blackholes(proxied: ProxiedProvider, direct: redis.Redis) -> None
             client.set("nemesis:test:b", "1")
         assert time.monotonic() - started < 2
         assert direct.get("nemesis:test:b") is None, "a black hole forwards nothing"
+    finally:
+        client.close()
+
+
+def test_healing_a_stall_closes_what_it_held(proxied: ProxiedProvider) -> None:
+    """A connection that lived through a black hole lost bytes: the heal must close it,
+    or it would carry on and hand the client a stream with a hole in it."""
+    raw = socket.create_connection(("127.0.0.1", proxied.proxy("redis").port), timeout=2)
+    try:
+        raw.sendall(b"PING\r\n")
+        assert raw.recv(64) == b"+PONG\r\n"
+        proxied.set_mode("redis", "blackhole")
+        raw.sendall(b"PING\r\n")  # swallowed
+        proxied.set_mode("redis", "pass")
+        with contextlib.suppress(OSError):
+            raw.sendall(b"PING\r\n")
+        try:
+            answer = raw.recv(64)
+        except OSError:
+            answer = b""
+        assert answer == b"", f"the stalled connection carried on after the heal: {answer!r}"
+    finally:
+        raw.close()
+    client = _client(proxied)
+    try:
+        assert client.ping(), "a new connection after the heal must pass"
     finally:
         client.close()
 

@@ -11,7 +11,9 @@ Modes (switch at any time; they act on open connections too):
 - ``pass``: forward both ways.
 - ``latency``: forward both ways, each chunk held ``latency_ms`` first.
 - ``reset``: reset every connection (RST), and every new one on accept.
-- ``blackhole``: accept, read and drop; nothing is forwarded either way.
+- ``blackhole``: accept, read and drop; nothing is forwarded either way (a stall). Leaving
+  it closes (RST) every connection it held: their bytes are gone, so a link that carried
+  on after the heal would hand the client a stream with a hole in it.
 - ``drop-replies``: on every connection open (past its first exchange) when
   the mode is set, the next reply is swallowed and the connection reset: the
   request landed, the client never knows. Connections opened meanwhile pass
@@ -130,9 +132,10 @@ class Proxy:
         loop = self._loop
 
         def apply() -> None:
+            healed_stall = self.mode == "blackhole" and mode != "blackhole"
             self.mode, self.latency_ms = mode, latency_ms
             for conn in list(self._conns):
-                if mode == "reset":
+                if mode == "reset" or healed_stall:
                     conn.abort()
                 conn.doomed = mode == "drop-replies" and conn.rounds > 0
 
