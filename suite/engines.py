@@ -26,6 +26,13 @@ collection, and drop it on close.
 Tests can take the same session as the ``nomnesia_engines`` fixture. Outside
 pytest, open one yourself: ``with engine_session() as engines: engines.url("redis")``.
 
+Faults (docs/faults.md): while a partial-failure test runs, the session hands out
+each engine behind the suite's fault proxy (``EngineSession.faulted``) and records
+which engines the store asked for, so the test can refuse, reset, stall, delay or
+pause each of them while the store is under load. Every other test gets the engine
+itself. A store on its own deployment passes its URL through :func:`fault_url`,
+which returns it unchanged outside such a test.
+
 Layering: the suite core never imports ``nomnesia.adapters``. The plugin (an
 entry point) hands this module a function that makes the provider, and
 ``engine_session`` imports the adapters' ``get_provider`` only when called.
@@ -36,9 +43,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["EngineProvider", "EngineSession", "current_session", "engine_session", "engine_url"]
+if TYPE_CHECKING:
+    from .nemesis.provider import ProxiedProvider
+    from .nemesis.proxy import Proxy
+
+__all__ = ["EngineProvider", "EngineSession", "FaultScope", "current_session", "engine_session",
+           "engine_url", "fault_url"]
 
 
 class EngineProvider(Protocol):
@@ -49,6 +62,39 @@ class EngineProvider(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass
+class FaultScope:
+    """What a store reached through the suite while faults were armed: one proxy per engine.
+
+    ``engines`` maps each engine name the store asked for to its proxy; ``unproxied``
+    lists what could not be put behind one (an in-process engine such as Qdrant local
+    or Milvus Lite, a multi-host topology URL), so a test can say why it faulted less.
+    ``provided`` names the engines this session's provider started (those it can also
+    pause); the others came through :func:`fault_url`.
+    """
+
+    proxied: ProxiedProvider
+    engines: dict[str, Proxy] = field(default_factory=dict)
+    unproxied: dict[str, str] = field(default_factory=dict)
+    provided: set[str] = field(default_factory=set)
+
+    def route(self, name: str, real: str, *, provided: bool) -> str:
+        from .nemesis.provider import PROXIED_ENGINES
+
+        if provided and name not in PROXIED_ENGINES:
+            self.unproxied[name] = "runs in the store's own process: no wire to fault"
+            return real
+        try:
+            url = self.proxied.proxy_url(name, real)
+        except ValueError as exc:
+            self.unproxied[name] = str(exc)
+            return real
+        self.engines[name] = self.proxied.proxies[name]
+        if provided:
+            self.provided.add(name)
+        return url
+
+
 class EngineSession:
     """Engine URLs for one session, from one provider made on first use and closed once."""
 
@@ -57,6 +103,9 @@ class EngineSession:
         self._provider: EngineProvider | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._proxied: ProxiedProvider | None = None
+        self._scope: FaultScope | None = None
+        self._routed: _RoutedProvider | None = None
 
     @property
     def provider(self) -> EngineProvider:
@@ -76,15 +125,78 @@ class EngineSession:
 
     def url(self, engine: str) -> str:
         """The URL of ``engine`` (``postgres``, ``redis``, ``valkey``, ``milvus``, ``qdrant``,
-        ``redis-search``, ``qdrant-edge``), starting it the first time."""
-        return self.provider.url(engine)
+        ``redis-search``, ``qdrant-edge``), starting it the first time; behind the fault
+        proxy while a :meth:`faulted` scope is open."""
+        real = self.provider.url(engine)
+        scope = self._scope
+        return real if scope is None else scope.route(engine, real, provided=True)
+
+    def urls(self, *engines: str) -> dict[str, str]:
+        """``url`` of each engine (the provider interface the built-in stacks call)."""
+        return {engine: self.url(engine) for engine in engines}
+
+    def fault_url(self, url: str, name: str) -> str:
+        """``url`` behind the fault proxy ``name`` inside a :meth:`faulted` scope, else itself."""
+        scope = self._scope
+        return url if scope is None else scope.route(name, url, provided=False)
+
+    def routed(self) -> Any:
+        """The provider as the built-in stacks should see it: its URLs routed like
+        ``url`` (through the fault proxy while faults are armed), all else its own."""
+        with self._lock:
+            if self._routed is None:  # one object: indexes key shared pools on the provider
+                self._routed = _RoutedProvider(self)
+            return self._routed
+
+    @contextmanager
+    def faulted(self) -> Iterator[FaultScope]:
+        """Arm the fault proxy: every URL handed out until exit goes through it, recorded.
+
+        The proxies outlive the scope (one per engine per session, started on first
+        use, stopped by ``close``), so a connection a store keeps after the test is
+        never cut by the suite tidying up.
+        """
+        from .nemesis.provider import ProxiedProvider
+
+        provider = self.provider
+        with self._lock:
+            if self._scope is not None:
+                raise RuntimeError("faults are already armed in this engine session")
+            if self._proxied is None:
+                self._proxied = ProxiedProvider(provider)
+            scope = self._scope = FaultScope(self._proxied)
+        try:
+            yield scope
+        finally:
+            for proxy in scope.engines.values():
+                proxy.set_mode("pass")
+            self._scope = None
 
     def close(self) -> None:
         """Stop every engine this session started; safe to call twice."""
         with self._lock:
             provider, self._provider, self._closed = self._provider, None, True
+            proxied, self._proxied = self._proxied, None
+        if proxied is not None:
+            proxied.close()
         if provider is not None:
             provider.close()
+
+
+class _RoutedProvider:
+    """An engine provider whose URLs come from an ``EngineSession`` (so they can be faulted)."""
+
+    def __init__(self, session: EngineSession) -> None:
+        self._session = session
+
+    def url(self, engine: str) -> str:
+        return self._session.url(engine)
+
+    def urls(self, *engines: str) -> dict[str, str]:
+        return self._session.urls(*engines)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session.provider, name)
 
 
 _current: list[EngineSession] = []
@@ -122,6 +234,20 @@ def current_session() -> EngineSession:
 def engine_url(engine: str) -> str:
     """The URL of one engine for this session or xdist worker, started on first use."""
     return current_session().url(engine)
+
+
+def fault_url(url: str, name: str) -> str:
+    """Your own engine's ``url``, through the suite's fault proxy while a partial-failure
+    test runs (so it can refuse, reset, stall and delay it), else unchanged.
+
+    For a store on its own deployment (``NOMNESIA_BACKENDS=external`` or a URL of its
+    own): call it where the factory builds its client, once per store, with a name per
+    engine (``fault_url(os.environ["MY_REDIS"], "redis")``). Outside a pytest run with
+    the nomnesia plugin it returns ``url``. Single-host URLs only.
+    """
+    with _current_lock:
+        session = _current[-1] if _current else None
+    return url if session is None else session.fault_url(url, name)
 
 
 @contextmanager

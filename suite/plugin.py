@@ -457,7 +457,8 @@ def _adapter_factory(config: pytest.Config, adapter: str) -> Callable[..., Any]:
     worker, shared with engine_url(); every store gets its own namespace in it)."""
     from nomnesia.adapters import ADAPTERS, open_store
 
-    provider = config.stash[_ENGINES].provider if ADAPTERS[adapter].engines else None
+    # Routed, so a partial-failure test can put its fault proxy in front of each engine.
+    provider = config.stash[_ENGINES].routed() if ADAPTERS[adapter].engines else None
     return partial(open_store, adapter, provider=provider)
 
 

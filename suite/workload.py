@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from ._checks import consistent
 from ._run import LoggedStore, opened
@@ -36,7 +36,7 @@ from .contract import Guarantee
 from .history import History
 from .profiles import Resolved
 
-__all__ = ["DEFAULT_USERS", "Mix", "Outcome", "Workload", "for_profile", "quiesce",
+__all__ = ["DEFAULT_USERS", "During", "Mix", "Outcome", "Workload", "for_profile", "quiesce",
            "resolve_rounds", "resolve_seed", "run", "run_rounds"]
 
 DEFAULT_USERS: tuple[str, ...] = ("ann", "anna", "Ann", "ann*", 'o\'b "q" {x}:%\\ 🙂')
@@ -246,8 +246,8 @@ class _Client:
         else:
             await self.call(lambda: store.forget(user))
 
-    async def loop(self) -> None:
-        while next(self.slots) < self.workload.ops:
+    async def loop(self, stop: asyncio.Event | None = None) -> None:
+        while (stop is None or not stop.is_set()) and next(self.slots) < self.workload.ops:
             await self.one()
             if self.rng.random() < self.mix.yield_:
                 await asyncio.sleep(0)  # scheduling, not waiting: let another client in
@@ -284,9 +284,13 @@ async def quiesce(store: LoggedStore, workload: Workload) -> list[Anomaly]:
                                  f"{exc} at quiescence", []))
             continue
         if not report:
+            # The user's interrupted writes: the likeliest story behind tiers that disagree.
+            raised = [op for op in store.log if op.user_id == user and op.type == "info"
+                      and op.f in ("append", "compact", "forget")]
             found.append(Anomaly(Guarantee.QUIESCENT_CONSISTENCY,
-                                 f"consistent_state({user!r}) is falsy at quiescence: {report}",
-                                 []))
+                                 f"consistent_state({user!r}) is falsy at quiescence: {report}"
+                                 + (f" (after {len(raised)} interrupted writes of this user; "
+                                    "the last shown)" if raised else ""), raised[-3:]))
     return found
 
 
@@ -309,12 +313,25 @@ async def _search_until_found(client: _Client, user: str, query: str, entry_id: 
         pause = min(pause * 2, 0.05)
 
 
-async def run(store: Any, workload: Workload) -> Outcome:
+class During(Protocol):
+    """Something that runs beside the load (the faults of ``suite/faults.py``).
+
+    It gets the recorded store, the workload, an event that stops the clients and the
+    load itself (a future of every client); it returns once the load is over and the
+    store is back in a state the quiescent phase may judge, with what it found itself.
+    """
+
+    async def __call__(self, store: LoggedStore, workload: Workload, stop: asyncio.Event,
+                       load: asyncio.Future[Any]) -> list[Anomaly]: ...
+
+
+async def run(store: Any, workload: Workload, *, during: During | None = None) -> Outcome:
     """Run one round against an open, empty store and judge it.
 
     Every call goes through a ``LoggedStore`` into a fresh history: the
     checker judges it, and a timeout reads it to name the calls that were in
-    flight (a hung ``compact()`` among hundreds of finished calls).
+    flight (a hung ``compact()`` among hundreds of finished calls). ``during``
+    runs beside the load (faults) and may stop it early.
     """
     inner = store.inner if isinstance(store, LoggedStore) else store
     history = History()
@@ -323,7 +340,17 @@ async def run(store: Any, workload: Workload) -> Outcome:
     slots = itertools.count()
     started = time.monotonic()
     clients = [_Client(pid, store, workload, slots) for pid in range(workload.processes)]
-    await asyncio.gather(*(c.loop() for c in clients))
+    stop = asyncio.Event()
+    load = asyncio.gather(*(c.loop(stop) for c in clients))
+    found: list[Anomaly] = []
+    if during is None:
+        await load
+    else:
+        try:
+            found = await during(store, workload, stop, load)
+        finally:
+            stop.set()
+            await load
     g11 = await quiesce(store, workload)
     seconds = time.monotonic() - started
     keep_last = int(store.keep_last)
@@ -334,7 +361,7 @@ async def run(store: Any, workload: Workload) -> Outcome:
                                 compact=store.can("compact"), search_staleness=staleness)
     else:
         anomalies = check(history, keep_last=keep_last, search_staleness=staleness)
-    return Outcome(workload, history, anomalies + g11, keep_last, staleness, seconds,
+    return Outcome(workload, history, anomalies + found + g11, keep_last, staleness, seconds,
                    time.monotonic() - checked)
 
 

@@ -32,7 +32,6 @@ class ProxiedProvider:
         self.kind = f"proxied-{getattr(provider, 'kind', 'provider')}"
         self._loop: ProxyLoop | None = None
         self._proxies: dict[str, Proxy] = {}
-        self._urls: dict[str, str] = {}
         self._lock = threading.Lock()
         self._closed = False
 
@@ -40,21 +39,38 @@ class ProxiedProvider:
         real = str(self.inner.url(engine))
         if engine not in PROXIED_ENGINES:
             return real
+        return self.proxy_url(engine, real)
+
+    def proxy_url(self, name: str, real: str) -> str:
+        """``real`` behind the proxy called ``name``, started the first time it is asked for.
+
+        Any single-host URL can go through one (a user's own deployment, not only the
+        engines this provider started); a name keeps its target, so asking again for
+        ``name`` with another host:port is an error, not a silent second engine.
+        """
+        parts = urlsplit(real)
+        try:
+            host, port = parts.hostname, parts.port
+        except ValueError:  # a multi-host URL's "port" is not a number
+            host, port = None, None
+        if host is None or port is None:
+            raise ValueError(f"cannot proxy {name} URL without one host:port: {real}")
         with self._lock:
             if self._closed:
                 from nomnesia.suite.errors import BackendUnavailable
 
-                raise BackendUnavailable(engine, "the proxied provider is closed")
-            if engine not in self._urls:
-                parts = urlsplit(real)
-                if parts.hostname is None or parts.port is None:
-                    raise ValueError(f"cannot proxy {engine} URL without host:port: {real}")
+                raise BackendUnavailable(name, "the proxied provider is closed")
+            proxy = self._proxies.get(name)
+            if proxy is not None and proxy.target != (host, port):
+                raise ValueError(f"the fault proxy {name!r} already forwards to "
+                                 f"{proxy.target[0]}:{proxy.target[1]}, not {host}:{port}: "
+                                 "give each engine its own name")
+            if proxy is None:
                 if self._loop is None:
                     self._loop = ProxyLoop()
-                proxy = self._loop.run(Proxy.start(parts.hostname, parts.port, engine))
-                self._proxies[engine] = proxy
-                self._urls[engine] = proxy.url_for(real)
-            return self._urls[engine]
+                proxy = self._loop.run(Proxy.start(host, port, name))
+                self._proxies[name] = proxy
+            return proxy.url_for(real)
 
     def urls(self, *engines: str) -> dict[str, str]:
         return {engine: self.url(engine) for engine in engines}

@@ -1,0 +1,203 @@
+"""Partial failures beside a workload: faults on one engine at a time, healed, then judged.
+
+Cancellation at an await (``test_interruption``) cannot make a write that the
+engine applied while the client never heard back; only a fault on the wire or in
+the engine can. :class:`Faults` is a ``workload.During``: while the seeded clients
+of ``workload.run`` call the store, it starts one fault at a time on one engine
+(through a composed nemesis, ``nemesis/parts.py``), holds it until calls have run
+into it (or a bound passes), heals it, and waits for acknowledged calls again
+before the next one. Each fault is a ``note`` in the history and a :class:`Window`
+here, so a failure can say which fault was active during the calls that prove it.
+
+Every call that raised while this went on is indeterminate (Jepsen's ``info``):
+the checkers hold only acknowledged calls to guarantees 1-9. Once the faults are
+over, :meth:`Faults.answers_again` holds the store to G10's last sentence: a
+failed call never wedges the store, so after ``recover()`` (where the store has
+it) every user can be read and written again within ``settings.op_timeout``.
+The quiescent phase that follows judges G11 as in every concurrency round.
+
+How long a fault is held is progress-driven, not timed to the store: a lost reply
+lasts until three calls have completed since it began (each open connection loses
+one reply), a refusal likewise, a stall as long as the store's own timeout says a
+call may take (past it, when the store declares one of at most 2 s), latency until
+ten calls ran through it; every hold is bounded, so a store that stops calling
+does not stop the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ._run import LoggedStore, settings
+from .checker import Anomaly
+from .contract import Guarantee
+from .history import History, Op
+
+__all__ = ["FaultSource", "Faults", "Window", "active_during"]
+
+_HIT = {"lost-reply": 3, "refuse": 3, "latency": 10}
+"""Calls that must complete after a fault began before it is healed (or its bound passes)."""
+_BOUND = {"lost-reply": 0.5, "refuse": 0.3, "latency": 0.5, "pause": 0.3}
+"""Seconds a fault is held at most (a stall: see ``Faults.stall_hold``)."""
+_WEIGHT = {"lost-reply": 3}
+"""How often each fault is drawn, relative to 1: a reply lost after the write landed is
+the fault only the wire can cause, and the one a retrying client turns into a duplicate."""
+_ACKED_BETWEEN = 5
+"""Acknowledged calls between two faults: the store must have come back before the next."""
+_ACK_BOUND = 3.0
+"""Seconds to wait for them; a store still failing then meets the next fault anyway, and
+``answers_again`` judges it at the end."""
+
+
+class FaultSource(Protocol):
+    """What ``Faults`` needs of a nemesis (``nemesis.parts.Nemesis``)."""
+
+    def faults_for(self, engine: str) -> list[str]: ...
+
+    def start(self, f: str, engine: str, rng: random.Random) -> str: ...
+
+    def heal(self, engines: Sequence[str]) -> None: ...
+
+
+@dataclass(frozen=True)
+class Window:
+    """One fault: what, on which engine, from when to when (the histories' monotonic ns)."""
+
+    fault: str
+    engine: str
+    start_ns: int
+    end_ns: int
+
+    def describe(self, t0_ns: int) -> str:
+        return (f"{self.fault} on {self.engine} from {(self.start_ns - t0_ns) / 1e9:.3f} s "
+                f"to {(self.end_ns - t0_ns) / 1e9:.3f} s")
+
+
+@dataclass
+class Faults:
+    """Faults on ``engine`` beside the load, ``count`` of them, drawn from ``rng``."""
+
+    nemesis: FaultSource
+    engine: str
+    rng: random.Random
+    count: int = 12
+    stall_hold: float = 0.5
+    windows: list[Window] = field(default_factory=list)
+
+    async def __call__(self, store: LoggedStore, workload: Any, stop: asyncio.Event,
+                       load: asyncio.Future[Any]) -> list[Anomaly]:
+        log = store.log
+        kinds = self.nemesis.faults_for(self.engine)
+        try:
+            for _ in range(self.count):
+                if load.done() or not kinds:
+                    break
+                f = self.rng.choices(kinds, [_WEIGHT.get(k, 1) for k in kinds])[0]
+                await self._one(log, f, load)
+        finally:
+            await asyncio.to_thread(self.nemesis.heal, [self.engine])
+            stop.set()
+        await load
+        return await self.answers_again(store, workload)
+
+    async def _one(self, log: History, f: str, load: asyncio.Future[Any]) -> None:
+        mark = len(log)
+        what = await asyncio.to_thread(self.nemesis.start, f, self.engine, self.rng)
+        started = time.monotonic_ns()
+        log.note(f"fault: {what} on {self.engine}")
+        try:
+            if f == "stall":
+                await _until(log, mark, None, self.stall_hold, load)
+            else:
+                await _until(log, mark, _HIT.get(f), _BOUND.get(f, 0.3), load)
+        finally:
+            await asyncio.to_thread(self.nemesis.heal, [self.engine])
+            ended = time.monotonic_ns()
+            log.note(f"healed: {what} on {self.engine}")
+            self.windows.append(Window(what, self.engine, started, ended))
+        await _until(log, len(log), _ACKED_BETWEEN, _ACK_BOUND, load, ok_only=True)
+
+    async def answers_again(self, store: LoggedStore, workload: Any) -> list[Anomaly]:
+        """G10: with every fault healed, each user is read and written again, within a bound.
+
+        A pooled connection that a fault cut may fail the first call after the heal;
+        what G10 forbids is a store that keeps failing (a lock or transaction left
+        open, a client that never reconnects), so each call is tried until it is
+        acknowledged or ``settings.op_timeout`` passes.
+        """
+        client = store.client(workload.processes + 1)
+        bound = settings.op_timeout
+        calls: list[tuple[str, Any]] = []
+        if client.can("recover"):
+            calls.append(("recover()", client.recover))
+        for n, user in enumerate(workload.users):
+            def read(user: str = user) -> Any:
+                return client.get_history(user, 10)
+
+            def append(user: str = user, n: int = n) -> Any:
+                return client.append_message(user, "user", f"after the heal {n} {user}")
+
+            calls += [(f"get_history({user!r})", read), (f"append_message({user!r})", append)]
+        for what, call in calls:
+            mark = len(store.log)
+            deadline = time.monotonic() + bound
+            error: BaseException | None = None
+            while True:
+                try:
+                    await asyncio.wait_for(call(), bound)
+                    error = None
+                    break
+                except (asyncio.TimeoutError, Exception) as exc:
+                    error = exc
+                if time.monotonic() >= deadline:
+                    break
+                await asyncio.sleep(0.05)  # bounded retry: the store reconnects, or it is wedged
+            if error is not None:
+                tried = [op for op in store.log.ops[mark:] if op.f != "note"]
+                return [Anomaly(
+                    Guarantee.INTERRUPTION,
+                    f"every fault had healed, yet {what} kept failing for {bound:g} s "
+                    f"({type(error).__name__}: {error}): a failed call must never wedge "
+                    "the store", tried[-4:], kind="wedged")]
+        return []
+
+
+async def _until(log: History, mark: int, calls: int | None, bound: float,
+                 load: asyncio.Future[Any], *, ok_only: bool = False) -> None:
+    """Poll until ``calls`` calls completed after index ``mark`` (ok ones only with
+    ``ok_only``), the load ended, or ``bound`` seconds passed; ``calls=None``: the bound."""
+    deadline = time.monotonic() + bound
+    pause = 0.002
+    while time.monotonic() < deadline and not load.done():
+        if calls is not None and _completed(log.ops, mark, ok_only) >= calls:
+            return
+        await asyncio.sleep(pause)  # bounded poll of the history (the fault's hold)
+        pause = min(pause * 2, 0.02)
+
+
+def _completed(ops: list[Op], mark: int, ok_only: bool) -> int:
+    return sum(1 for op in ops[mark:] if op.f != "note" and op.type != "invoke"
+               and (op.type == "ok" or not ok_only))
+
+
+def active_during(anomaly: Anomaly, windows: Sequence[Window], t0_ns: int) -> str:
+    """Which faults were active while the anomaly's calls ran, as one line.
+
+    An anomaly with no calls (G11 at quiescence) or whose calls met no fault gets the
+    faults of the whole round: the damage may have been done by any of them.
+    """
+    times = [op.time for op in anomaly.ops if op.f != "note"]
+    hit = [w for w in windows if times and w.start_ns <= max(times) and w.end_ns >= min(times)]
+    if hit:
+        return "faults active during these calls: " + "; ".join(w.describe(t0_ns) for w in hit)
+    if not windows:
+        return "no fault was injected in this round"
+    shown = "; ".join(w.describe(t0_ns) for w in windows[:6])
+    more = f" (and {len(windows) - 6} more)" if len(windows) > 6 else ""
+    lead = "no fault was active during these calls; " if times else ""
+    return f"{lead}faults of this round: {shown}{more}"

@@ -1,0 +1,173 @@
+"""Four-method stores on the suite's engines, as a team would write them: the faults' controls.
+
+Each is the seed's profile (``append_message``, ``get_history``, ``compact``,
+``consistent_state``) on engines from ``engine_url``, so the partial-failure test
+(``suite/test_faults.py``) and the nemesis can fault them:
+
+- :func:`retrying`: a Redis list written with a plain ``RPUSH`` through redis-py's
+  default client (``redis.asyncio.Redis(host=..., port=...)``), which resends a
+  command after a connection error, a lost reply included. One acknowledged
+  append is then stored twice (G2).
+- :func:`not_retrying`: the same store with redis-py's retries turned off: a lost
+  reply raises, and the append is stored once. Correct.
+- :func:`takeback`: a Redis list plus a PostgreSQL copy; when the PostgreSQL insert
+  raises, the store takes the Redis entry back. Wrong exactly when PostgreSQL
+  committed and only the reply was lost: the tiers disagree forever (G11).
+
+Every store keeps its data under a prefix (and a table) of its own and drops it on
+close, so stores of one run never see each other.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import redis.asyncio as aioredis
+from psycopg_pool import AsyncConnectionPool
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+from nomnesia.suite.engines import engine_url
+
+KEEP = 4
+
+_COMPACT = """
+local items = redis.call('LRANGE', KEYS[1], 0, -1)
+local keep = tonumber(ARGV[1])
+local covered, first = 0, 1
+if #items > 0 then
+  local head = cjson.decode(items[1])
+  if head['covers'] then covered, first = head['covers'], 2 end
+end
+local messages = #items - first + 1
+if messages <= keep then return 0 end
+local n = messages - keep
+local summary = cjson.encode({role='system', content='summary of ' .. (covered + n) ..
+  ' messages ' .. ARGV[2], covers=covered + n})
+redis.call('LTRIM', KEYS[1], first - 1 + n, -1)
+redis.call('LPUSH', KEYS[1], summary)
+return n
+"""
+
+
+class RedisListStore:
+    """A user's history as one Redis list of JSON items, a summary first after compaction."""
+
+    def __init__(self, url: str, *, retries: bool) -> None:
+        # redis-py's constructor, as most code calls it: it retries a command after a
+        # connection error (``Redis.from_url`` in redis-py 8.2 does not, by default).
+        parts = urlsplit(url)
+        options: dict[str, Any] = {"host": parts.hostname, "port": parts.port,
+                                   "socket_timeout": 2.0, "socket_connect_timeout": 2.0}
+        if not retries:
+            options["retry"] = Retry(NoBackoff(), 0)
+        self.redis = aioredis.Redis(**options)
+        self.prefix = f"nmfs:{secrets.token_hex(6)}:"
+        self._compact = self.redis.register_script(_COMPACT)
+
+    def key(self, user_id: str) -> str:
+        return self.prefix + user_id
+
+    async def append_message(self, user_id: str, role: str, content: str) -> None:
+        await self.redis.rpush(self.key(user_id), json.dumps({"role": role, "content": content}))
+
+    async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
+        limit = min(limit, 1 << 40)
+        raw = await self.redis.lrange(self.key(user_id), -limit, -1)
+        items = [json.loads(item) for item in raw]
+        return [{"role": item["role"], "content": item["content"]} for item in items]
+
+    async def compact(self, user_id: str) -> None:
+        await self._compact(keys=[self.key(user_id)], args=[KEEP, secrets.token_hex(4)])
+
+    async def consistent_state(self, user_id: str) -> bool:
+        return True  # one tier: nothing to disagree with
+
+    async def _items(self, user_id: str) -> list[dict[str, Any]]:
+        return [json.loads(item) for item in await self.redis.lrange(self.key(user_id), 0, -1)]
+
+    async def aclose(self) -> None:
+        try:
+            keys = [key async for key in self.redis.scan_iter(match=self.prefix + "*")]
+            if keys:
+                await self.redis.delete(*keys)
+        finally:
+            await self.redis.aclose()
+
+
+class TakebackStore(RedisListStore):
+    """The Redis list plus a PostgreSQL copy; a failed insert takes the Redis entry back."""
+
+    def __init__(self, redis_url: str, pool: AsyncConnectionPool[Any], table: str) -> None:
+        super().__init__(redis_url, retries=False)
+        self.pool = pool
+        self.table = table
+
+    async def append_message(self, user_id: str, role: str, content: str) -> None:
+        item = json.dumps({"role": role, "content": content})
+        await self.redis.rpush(self.key(user_id), item)
+        try:
+            async with self.pool.connection() as conn:
+                await conn.execute(f"INSERT INTO {self.table} (user_id, content) VALUES (%s, %s)",
+                                   (user_id, json.dumps(content)))
+        except Exception:
+            await self.redis.lrem(self.key(user_id), -1, item)  # the compensation: wrong
+            raise                                                # when the insert committed
+
+    async def consistent_state(self, user_id: str) -> bool:
+        """Every live message is archived, and the archive holds no message the list lost."""
+        items = await self._items(user_id)
+        covered = int(items[0]["covers"]) if items and "covers" in items[0] else 0
+        live = Counter(json.dumps(i["content"]) for i in items if "covers" not in i)
+        async with self.pool.connection() as conn:
+            cur = await conn.execute(f"SELECT content FROM {self.table} WHERE user_id = %s",
+                                     (user_id,))
+            archived = Counter(row[0] for row in await cur.fetchall())
+        return live <= archived and archived.total() == covered + live.total()
+
+
+@asynccontextmanager
+async def retrying() -> AsyncIterator[RedisListStore]:
+    store = RedisListStore(engine_url("redis"), retries=True)
+    try:
+        yield store
+    finally:
+        await store.aclose()
+
+
+@asynccontextmanager
+async def not_retrying() -> AsyncIterator[RedisListStore]:
+    store = RedisListStore(engine_url("redis"), retries=False)
+    try:
+        yield store
+    finally:
+        await store.aclose()
+
+
+@asynccontextmanager
+async def takeback() -> AsyncIterator[TakebackStore]:
+    table = f"nmfs_{secrets.token_hex(6)}"
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        engine_url("postgres"), min_size=1, max_size=4, open=False, timeout=5.0,
+        kwargs={"autocommit": True, "connect_timeout": 2})
+    await pool.open(wait=True)
+    try:
+        async with pool.connection() as conn:
+            await conn.execute(f"CREATE TABLE {table} (user_id text, content text)")
+        store = TakebackStore(engine_url("redis"), pool, table)
+        try:
+            yield store
+        finally:
+            try:
+                async with pool.connection() as conn:
+                    await conn.execute(f"DROP TABLE IF EXISTS {table}")
+            finally:
+                await store.aclose()
+    finally:
+        await pool.close()

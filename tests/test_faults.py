@@ -1,0 +1,137 @@
+"""Partial failures for every store: the suite's faults reach a store it did not write.
+
+The controls are four-method stores on the suite's engines (``fault_stores.py``),
+run through ``--store`` exactly as a user would: a Redis store on redis-py's
+retrying default client must be caught under G2 (one acknowledged append stored
+twice after a lost reply), the same store with retries off must pass, and a store
+that takes its Redis entry back when PostgreSQL raises must be caught under G10 or
+G11. The parts underneath (composition by name, the engine session's routing,
+which faults a failure names) are tested without engines.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from nomnesia.suite import engines
+from nomnesia.suite.checker import Anomaly
+from nomnesia.suite.contract import Guarantee
+from nomnesia.suite.faults import Window, active_during
+from nomnesia.suite.history import Op
+from nomnesia.suite.nemesis.parts import Nemesis, WirePart
+
+pytest_plugins = ("pytester",)
+
+SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly",
+         "-k", "partial_failures")
+STORES = "tests.fault_stores"
+
+
+@pytest.fixture(autouse=True)
+def _quiet_ini(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+
+
+def _run(pytester: pytest.Pytester, factory: str, seed: int = 20261207
+         ) -> tuple[list[pytest.TestReport], dict[str, str]]:
+    """The partial-failure test on ``factory``; (passed reports, failures by node id)."""
+    pytester.syspathinsert(str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+    reprec = pytester.inline_run(*SUITE, "--store", f"{STORES}:{factory}",
+                                 "--nomnesia-seed", str(seed))
+    passed, _, failed = reprec.listoutcomes()
+    return ([r for r in passed if "partial_failures" in r.nodeid],
+            {r.nodeid: r.longreprtext for r in failed})
+
+
+def test_a_store_that_retries_after_a_lost_reply_is_caught_under_g2(
+        pytester: pytest.Pytester) -> None:
+    _, failures = _run(pytester, "retrying")
+    assert len(failures) == 1, failures
+    (text,) = failures.values()
+    assert text.startswith("G2 exactly once: "), text[:400]
+    assert "twice" in text
+    assert re.search(r"faults (active during these calls|of this round): .*on redis", text), \
+        text[:2000]
+    assert "--nomnesia-seed 20261207" in text
+
+
+def test_the_same_store_without_retries_passes(pytester: pytest.Pytester) -> None:
+    passed, failures = _run(pytester, "not_retrying")
+    assert not failures, "\n\n".join(failures.values())
+    assert [r.nodeid.rsplit("::", 1)[-1] for r in passed] == [
+        "test_partial_failures_on_each_engine"], "the faults test must run, not skip"
+
+
+@pytest.mark.slow
+def test_a_store_that_takes_back_a_write_postgres_committed_is_caught(
+        pytester: pytest.Pytester) -> None:
+    _, failures = _run(pytester, "takeback")
+    assert len(failures) == 1, failures
+    (text,) = failures.values()
+    assert re.match(r"G1[01] ", text), text[:400]
+    assert "on postgres" in text or "on redis" in text
+
+
+def test_an_in_process_store_is_not_applicable(pytester: pytest.Pytester) -> None:
+    reprec = pytester.inline_run(*SUITE, "--store", "nomnesia.adapters.memory:InMemoryStore")
+    _, skipped, failed = reprec.listoutcomes()
+    assert not failed
+    reasons = [str(r.longrepr[2]).removeprefix("Skipped: ") for r in skipped
+               if isinstance(r.longrepr, tuple)]
+    assert any(reason.startswith("not applicable: the store got no engine") for reason in
+               reasons), reasons
+
+
+# -- the parts, without engines -----------------------------------------------------------
+
+
+class _Part:
+    fs = ("stall",)
+
+    def applies(self, f: str, engine: str) -> bool:
+        return True
+
+    def start(self, f: str, engine: str, rng: random.Random) -> str:
+        return f
+
+    def heal(self, engine: str) -> None:
+        pass
+
+
+def test_two_parts_cannot_claim_one_fault() -> None:
+    with pytest.raises(ValueError, match="'stall' is claimed by WirePart and _Part"):
+        Nemesis([WirePart({}), _Part()])
+
+
+def test_wire_faults_apply_only_to_proxied_engines() -> None:
+    nemesis = Nemesis([WirePart({})])
+    assert nemesis.faults_for("redis") == []
+    with pytest.raises(ValueError, match="cannot hit"):
+        nemesis.start("lost-reply", "redis", random.Random(0))
+
+
+def test_fault_url_is_the_url_itself_outside_a_faulted_test() -> None:
+    url = "redis://127.0.0.1:6390/0"
+    assert engines.fault_url(url, "redis") == url  # the run's session, no faults armed
+    with engines.engine_session("external") as session:
+        assert engines.fault_url(url, "redis") == url  # a session, but no faults armed
+        assert not session.started, "fault_url must not start a provider"
+
+
+def _op(index: int, t: int) -> Op:
+    return Op(index, 0, "ok", "append", "u", None, t)
+
+
+def test_a_failure_names_the_faults_active_during_its_calls() -> None:
+    windows = [Window("lost-reply", "redis", 100, 200), Window("stall", "postgres", 300, 400)]
+    inside = Anomaly(Guarantee.EXACTLY_ONCE, "twice", [_op(1, 150), _op(2, 160)])
+    assert active_during(inside, windows, 0) == (
+        "faults active during these calls: lost-reply on redis from 0.000 s to 0.000 s")
+    outside = Anomaly(Guarantee.EXACTLY_ONCE, "twice", [_op(1, 250)])
+    assert active_during(outside, windows, 0).startswith(
+        "no fault was active during these calls; faults of this round: lost-reply on redis")
+    quiescent = Anomaly(Guarantee.QUIESCENT_CONSISTENCY, "falsy", [])
+    assert active_during(quiescent, windows, 0).startswith("faults of this round: ")
