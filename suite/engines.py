@@ -26,6 +26,12 @@ collection, and drop it on close.
 Tests can take the same session as the ``nomnesia_engines`` fixture. Outside
 pytest, open one yourself: ``with engine_session() as engines: engines.url("redis")``.
 
+A store's namespace (key prefix, schema, collection) comes from
+:func:`store_namespace`, and whether to drop it on close from :func:`keep_data`:
+each store of a pytest run gets a fresh namespace and drops it, while the
+nemesis's worker processes share one and keep it until the final read, so a
+worker that replaces a crashed one reopens what it wrote.
+
 Faults (docs/faults.md): while a partial-failure test runs, the session hands out
 each engine behind the suite's fault proxy (``EngineSession.faulted``) and records
 which engines the store asked for, so the test can refuse, reset, stall, delay or
@@ -40,6 +46,8 @@ entry point) hands this module a function that makes the provider, and
 
 from __future__ import annotations
 
+import os
+import secrets
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -50,8 +58,14 @@ if TYPE_CHECKING:
     from .nemesis.provider import ProxiedProvider
     from .nemesis.proxy import Proxy
 
-__all__ = ["EngineProvider", "EngineSession", "FaultScope", "current_session", "engine_session",
-           "engine_url", "fault_url"]
+__all__ = ["KEEP_ENV", "NAMESPACE_ENV", "EngineProvider", "EngineSession", "FaultScope",
+           "current_session", "engine_session", "engine_url", "fault_url", "keep_data",
+           "store_namespace"]
+
+NAMESPACE_ENV = "NOMNESIA_NAMESPACE"
+"""Set by the nemesis in its worker processes: the namespace every store of the run shares."""
+KEEP_ENV = "NOMNESIA_KEEP_DATA"
+"""Set to 1 by the nemesis in its load workers: stores keep their data when they close."""
 
 
 class EngineProvider(Protocol):
@@ -234,6 +248,18 @@ def current_session() -> EngineSession:
 def engine_url(engine: str) -> str:
     """The URL of one engine for this session or xdist worker, started on first use."""
     return current_session().url(engine)
+
+
+def store_namespace() -> str:
+    """The namespace for the store being opened: fresh each call (``nm`` and 12 hex
+    digits), except in a nemesis run, where every worker process gets the run's own."""
+    return os.environ.get(NAMESPACE_ENV, "").strip() or f"nm{secrets.token_hex(6)}"
+
+
+def keep_data() -> bool:
+    """Whether the store being closed must keep its data: only in a nemesis load worker,
+    whose successor reopens the namespace after a crash (the final reader drops it)."""
+    return os.environ.get(KEEP_ENV, "").strip() == "1"
 
 
 def fault_url(url: str, name: str) -> str:

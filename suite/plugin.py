@@ -99,8 +99,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     default=None, metavar="N",
                     help="calls per sequence of the model-based test, at most (default 20)")
     group.addoption("--nemesis", dest="nomnesia_nemesis", metavar="KINDS", default=None,
-                    help="also run the nemesis on --adapter: crash,pause,kill,net,failover or "
-                         "all, every kind the stack can take (docs/nemesis.md)")
+                    help="also run the nemesis on the store (--adapter, --store or an "
+                         "interface option): crash,pause,kill,net,failover or all, every kind "
+                         "the store's engines can take (docs/nemesis.md, docs/faults.md)")
     group.addoption("--nemesis-faults", dest="nomnesia_nemesis_faults", type=int, default=50,
                     metavar="N", help="faults the --nemesis run injects (default 50)")
     from . import reporting

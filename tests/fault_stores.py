@@ -14,8 +14,9 @@ Each is the seed's profile (``append_message``, ``get_history``, ``compact``,
   raises, the store takes the Redis entry back. Wrong exactly when PostgreSQL
   committed and only the reply was lost: the tiers disagree forever (G11).
 
-Every store keeps its data under a prefix (and a table) of its own and drops it on
-close, so stores of one run never see each other.
+Every store keeps its data under ``engines.store_namespace()`` (a key prefix, a table)
+and drops it on close unless ``engines.keep_data()``: fresh and dropped in the suite,
+shared and kept across the nemesis's worker processes until its final read.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from psycopg_pool import AsyncConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from nomnesia.suite.engines import engine_url
+from nomnesia.suite.engines import engine_url, keep_data, store_namespace
 
 KEEP = 4
 
@@ -68,7 +69,7 @@ class RedisListStore:
         if not retries:
             options["retry"] = Retry(NoBackoff(), 0)
         self.redis = aioredis.Redis(**options)
-        self.prefix = f"nmfs:{secrets.token_hex(6)}:"
+        self.prefix = f"nmfs:{store_namespace()}:"
         self._compact = self.redis.register_script(_COMPACT)
 
     def key(self, user_id: str) -> str:
@@ -94,9 +95,10 @@ class RedisListStore:
 
     async def aclose(self) -> None:
         try:
-            keys = [key async for key in self.redis.scan_iter(match=self.prefix + "*")]
-            if keys:
-                await self.redis.delete(*keys)
+            if not keep_data():
+                keys = [key async for key in self.redis.scan_iter(match=self.prefix + "*")]
+                if keys:
+                    await self.redis.delete(*keys)
         finally:
             await self.redis.aclose()
 
@@ -152,21 +154,22 @@ async def not_retrying() -> AsyncIterator[RedisListStore]:
 
 @asynccontextmanager
 async def takeback() -> AsyncIterator[TakebackStore]:
-    table = f"nmfs_{secrets.token_hex(6)}"
+    table = f"nmfs_{store_namespace()}"  # letters, digits and _ only
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         engine_url("postgres"), min_size=1, max_size=4, open=False, timeout=5.0,
         kwargs={"autocommit": True, "connect_timeout": 2})
     await pool.open(wait=True)
     try:
         async with pool.connection() as conn:
-            await conn.execute(f"CREATE TABLE {table} (user_id text, content text)")
+            await conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (user_id text, content text)")
         store = TakebackStore(engine_url("redis"), pool, table)
         try:
             yield store
         finally:
             try:
-                async with pool.connection() as conn:
-                    await conn.execute(f"DROP TABLE IF EXISTS {table}")
+                if not keep_data():
+                    async with pool.connection() as conn:
+                        await conn.execute(f"DROP TABLE IF EXISTS {table}")
             finally:
                 await store.aclose()
     finally:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +29,7 @@ pytest_plugins = ("pytester",)
 SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly",
          "-k", "partial_failures")
 STORES = "tests.fault_stores"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +40,7 @@ def _quiet_ini(pytester: pytest.Pytester) -> None:
 def _run(pytester: pytest.Pytester, factory: str, seed: int = 20261207
          ) -> tuple[list[pytest.TestReport], dict[str, str]]:
     """The partial-failure test on ``factory``; (passed reports, failures by node id)."""
-    pytester.syspathinsert(str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+    pytester.syspathinsert(str(ROOT))
     reprec = pytester.inline_run(*SUITE, "--store", f"{STORES}:{factory}",
                                  "--nomnesia-seed", str(seed))
     passed, _, failed = reprec.listoutcomes()
@@ -135,3 +137,56 @@ def test_a_failure_names_the_faults_active_during_its_calls() -> None:
         "no fault was active during these calls; faults of this round: lost-reply on redis")
     quiescent = Anomaly(Guarantee.QUIESCENT_CONSISTENCY, "falsy", [])
     assert active_during(quiescent, windows, 0).startswith("faults of this round: ")
+
+
+# -- the nemesis on a user's store -------------------------------------------------------
+
+
+def test_the_nemesis_refuses_a_store_with_no_engine_in_one_sentence(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from nomnesia.suite.nemesis.__main__ import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--store", "nomnesia.adapters.memory:InMemoryStore", "--faults", "1",
+              "--seed", "1"])
+    assert exit_.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "asked the suite for no engine (engine_url)" in error, error
+    assert "Traceback" not in error
+
+
+def test_what_a_crashed_worker_appended_is_the_suites_in_its_successors_reads() -> None:
+    """A keyed view knows only its own process's appends; the merged history knows all."""
+    from nomnesia.suite.history import History, Rec
+    from nomnesia.suite.nemesis.report import relabel_keyed
+
+    history = History()
+    first = history.invoke(100, "append", "ann", ("user", "hello", None))
+    history.complete(first, "ok", Rec("hello", -1, "user", (), "ann"))
+    read = history.invoke(200, "read", "ann", 5)  # the next worker, after a crash
+    history.complete(read, "ok", (Rec("summary#hello", 0, "summary", (), "ann"),
+                                  Rec("summary#made by compact", 1, "summary", (), "ann")))
+    fixed, live = relabel_keyed(history, {"ann": [["summary#hello", 0, "summary", []]]})
+    assert [(r.id, r.role) for r in fixed.ops[-1].value] == [
+        ("hello", "user"), ("summary#made by compact", "summary")]
+    assert live == {"ann": [["hello", 0, "user", []]]}
+
+
+@pytest.mark.slow
+def test_the_nemesis_catches_the_retrying_store_and_passes_the_other(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from nomnesia.suite.nemesis.runner import NemesisConfig, run_nemesis
+
+    monkeypatch.chdir(ROOT)  # the workers import tests.fault_stores as a user's module
+    reports = {}
+    for store in ("retrying", "not_retrying"):
+        cfg = NemesisConfig(store=f"{STORES}:{store}", faults=30, kinds=("net",), seed=7,
+                            log=lambda _: None)
+        reports[store] = asyncio.run(run_nemesis(cfg))
+    caught, correct = reports["retrying"], reports["not_retrying"]
+    assert not caught.passed and caught.anomalies[0].startswith("G2 exactly once"), \
+        caught.summary()
+    assert correct.passed, correct.summary()
+    assert correct.acknowledged_appends > 100 and not correct.lost

@@ -1,5 +1,8 @@
 """``python -m nomnesia.suite.nemesis --adapter pgvector --faults 200 --kinds all --out r.json``.
 
+``--store MODULE:FACTORY`` (or an interface option, ``--openai-session MODULE:FACTORY``)
+runs it on your store: its engines are those it asks ``engine_url`` for (docs/faults.md).
+
 ``--adapter pgvector-ha --engine-map postgres-ha=postgres-ha-async --lag 1 --cascade`` is
 the failover positive control: the archive on the asynchronous pair, its standby cut off
 before each failover, must lose acknowledged appends (docs/nemesis.md).
@@ -22,7 +25,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m nomnesia.suite.nemesis",
                                      description="Faults beyond the process, judged by the "
                                      "history checker (docs/nemesis.md).")
-    parser.add_argument("--adapter", default="pgvector")
+    parser.add_argument("--adapter", default=None,
+                        help="a built-in stack (nomnesia.adapters registry; default pgvector)")
+    parser.add_argument("--store", default="", metavar="MODULE:FACTORY",
+                        help="your store, as the suite's --store takes it: its engines come "
+                        "from nomnesia.suite.engines.engine_url (docs/faults.md)")
+    from ..interfaces import INTERFACES
+
+    for interface in INTERFACES:
+        parser.add_argument(interface.option, dest=interface.dest, default="",
+                            metavar="MODULE:FACTORY", help=f"{interface.takes}, as the suite's "
+                            f"{interface.option} takes it")
     parser.add_argument("--faults", type=int, default=200)
     parser.add_argument("--kinds", default="all",
                         help=f"comma-separated subset of {','.join(KINDS)}, or all (default): "
@@ -63,8 +76,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--async-commit", action="store_true",
                         help="leave PostgreSQL's synchronous_commit off (the embedded default)")
     args = parser.parse_args(argv)
+    interfaces = [f"{i.option}={getattr(args, i.dest)}" for i in INTERFACES
+                  if getattr(args, i.dest)]
+    chosen = [c for c in (args.adapter, args.store, *interfaces) if c]
+    if len(chosen) > 1:
+        parser.error("give one of --adapter, --store or an interface option, not "
+                     + " and ".join(chosen))
+    interface = interfaces[0] if interfaces else ""
+    if args.store or interface:
+        from .user_store import describe
+
+        target = f"store={describe(args.store, interface)}"
+    else:
+        args.adapter = args.adapter or "pgvector"
+        target = f"adapter={args.adapter}"
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
-    print(f"nemesis: adapter={args.adapter} faults={args.faults} kinds={args.kinds} "
+    print(f"nemesis: {target} faults={args.faults} kinds={args.kinds} "
           f"replicas={args.replicas} "
           + (f"engine-map={args.engine_map} " if args.engine_map else "")
           + (f"lag={args.lag:g} " if args.lag else "")
@@ -79,7 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         mix = {name: float(value) for name, value in parse_assignments(args.mix).items()}
     except ValueError as exc:
         parser.error(str(exc))
-    cfg = NemesisConfig(adapter=args.adapter, faults=args.faults, kinds=kinds_of(args.kinds),
+    cfg = NemesisConfig(adapter=args.adapter or "", store=args.store, interface=interface,
+                        faults=args.faults, kinds=kinds_of(args.kinds),
                         seed=seed, timeout=args.timeout, durable_postgres=not args.async_commit,
                         store_factory=args.factory, replicas=args.replicas, targets=targets,
                         failover_share=args.failover_share, engine_map=engine_map,

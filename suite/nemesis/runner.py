@@ -61,7 +61,7 @@ from .failover import (
     map_engines,
 )
 from .provider import PROXIED_ENGINES, ProxiedProvider
-from .report import FaultRecord, NemesisReport, account, attribute, merge
+from .report import FaultRecord, NemesisReport, account, attribute, merge, relabel_keyed
 from .worker import WorkerConfig, read_ops
 
 __all__ = ["KINDS", "NET_MODES", "NemesisConfig", "run_nemesis", "stack_kinds"]
@@ -127,6 +127,16 @@ class NemesisConfig:
     forgets every user is forgotten within a second or two, so the losses a failover
     causes would show only in the checker's anomalies, not as lost appends with ids."""
     log: Callable[[str], None] = print
+    store: str = ""
+    """A user's store, ``MODULE:FACTORY`` as ``--store`` takes it, instead of ``adapter``: its
+    engines are the kinds it asks ``engine_url`` for when opened (``user_store.py``)."""
+    interface: str = ""
+    """Or an interface option with its factory: ``--openai-session=MODULE:FACTORY``."""
+
+    @property
+    def user(self) -> bool:
+        """Whether the store is a user's (``store`` or ``interface``), not a registry stack."""
+        return bool(self.store or self.interface)
 
 
 class _Tail:
@@ -172,7 +182,8 @@ class _Worker:
 
 
 class _Run:
-    def __init__(self, cfg: NemesisConfig, provider: Any) -> None:
+    def __init__(self, cfg: NemesisConfig, provider: Any,
+                 engines: Sequence[str] | None = None) -> None:
         self.cfg = cfg
         self.provider = provider
         self.workdir = Path()
@@ -187,14 +198,19 @@ class _Run:
         self.t0 = time.monotonic()
         from nomnesia.adapters import ADAPTERS
 
-        engines = tuple(ADAPTERS[cfg.adapter].engines) if cfg.adapter in ADAPTERS else (
-            "postgres", "redis")
-        self.engines = map_engines(engines, cfg.engine_map)
+        if engines is None:
+            engines = tuple(ADAPTERS[cfg.adapter].engines) if cfg.adapter in ADAPTERS else (
+                "postgres", "redis")
+        self.engines = map_engines(tuple(engines), cfg.engine_map)
         self.targets = [e for e in self.engines if e in PROXIED_ENGINES]
         self.replicated = list(failover_engines(provider, self.engines))
         self.cascade = list(self.replicated) if cfg.cascade else []  # whatever the targets
         self.kinds = stack_kinds(cfg.kinds, networked=bool(self.targets),
                                  replicated=bool(self.replicated))
+        self.kill_targets: list[str] | None = cfg.targets.get("kill") and list(
+            cfg.targets["kill"])
+        if cfg.user and "kill" in self.kinds:
+            self._durable_kills()
         if "failover" in self.kinds and (wanted := cfg.targets.get("failover")) is not None:
             self.replicated = [e for e in self.replicated if e in wanted]
             if not self.replicated:
@@ -216,11 +232,39 @@ class _Run:
         if "failover" in self.kinds:
             options.update(failover_share=round(cfg.failover_share, 4), lag=cfg.lag,
                            cascade=cfg.cascade, failover_targets=list(self.replicated))
-        self.report = NemesisReport(cfg.adapter, cfg.seed, list(self.kinds),
+        if cfg.user:
+            from .user_store import describe
+
+            name = describe(cfg.store, cfg.interface)
+        else:
+            name = cfg.adapter
+        self.report = NemesisReport(name, cfg.seed, list(self.kinds),
                                     replicas=cfg.replicas, options=options)
         self.urls: dict[str, str] = {}
         self.real: dict[str, str] = {}
         self.load_end_ns: int | None = None
+
+    def _durable_kills(self) -> None:
+        """A user's store may keep its only copy in an engine the nemesis runs without
+        durability (the embedded Redis: no AOF, no RDB), so a kill there would lose what
+        the engine itself acknowledged and fail the store for the suite's setting (SPEC
+        "Faults"). Kills go only to PostgreSQL, run with synchronous_commit on."""
+        durable = [e for e in self.targets if e == "postgres" and self.cfg.durable_postgres]
+        wanted = self.kill_targets
+        chosen = [e for e in durable if wanted is None or e in wanted]
+        if chosen:
+            self.kill_targets = chosen
+        elif tuple(self.cfg.kinds) == KINDS:
+            self.kinds = tuple(k for k in self.kinds if k != "kill")
+        else:
+            raise ValueError("kill needs an engine the nemesis restarts without loss "
+                             "(postgres with synchronous_commit on); this store asked for "
+                             + ", ".join(self.engines))
+
+    def _label(self) -> str:
+        """The run's name in file names: the adapter, or the user's factory."""
+        name = self.cfg.adapter or self.cfg.store or self.cfg.interface
+        return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
     # -- workers ------------------------------------------------------------------------
 
@@ -235,7 +279,8 @@ class _Run:
             history=str(self.workdir / f"history-{generation:04d}.jsonl"), generation=generation,
             seed=self.cfg.seed, timeout=self.cfg.timeout, clients=self.cfg.clients,
             standby=True, result=str(self.workdir / "final.json"), pace=self.cfg.pace,
-            options=options, factory=self.cfg.store_factory, mix=dict(self.cfg.mix))
+            options=options, factory=self.cfg.store_factory, mix=dict(self.cfg.mix),
+            store=self.cfg.store, interface=self.cfg.interface)
 
     async def spawn(self, command: str = "load") -> _Worker:
         """Activate the warm standby with ``command`` (the next one starts after recovery,
@@ -349,7 +394,7 @@ class _Run:
                                started_ns=started_ns)
         if kind == "failover":
             return await self._failover()
-        allowed = self.cfg.targets.get(kind)
+        allowed = self.kill_targets if kind == "kill" else self.cfg.targets.get(kind)
         target = rng.choice([t for t in self.targets if allowed is None or t in allowed]
                             or self.targets)
         started, started_ns, begin = self._mark()
@@ -424,7 +469,7 @@ class _Run:
             return await self._run(real)
         finally:
             if keep := os.environ.get("NOMNESIA_NEMESIS_KEEP"):  # worker logs and histories
-                shutil.copytree(self.workdir, Path(keep) / f"{self.cfg.adapter}-workdir",
+                shutil.copytree(self.workdir, Path(keep) / f"{self._label()}-workdir",
                                 dirs_exist_ok=True)
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -479,8 +524,9 @@ class _Run:
             if self.control is not None:
                 self.control.close()
             self.proxied.close()
-            with contextlib.suppress(Exception):  # best effort: a fault may have broken one
-                await drop_kept_namespace(real, self.namespace, timeout=10)
+            if not cfg.user:  # a user's store drops its own data when the final reader closes
+                with contextlib.suppress(Exception):  # best effort: a fault may have broken one
+                    await drop_kept_namespace(real, self.namespace, timeout=10)
         self._judge()
         return self.report
 
@@ -524,15 +570,24 @@ class _Run:
             return
         result = json.loads(result_path.read_text(encoding="utf-8"))
         started = time.monotonic()
-        anomalies = check(history, keep_last=int(result["keep_last"]),
-                          search_staleness=float(result["search_staleness"]))
+        keyed = bool(result.get("keyed", False))
+        if keyed:
+            history, result["live"] = relabel_keyed(history, result["live"])
+            from ..checker_keyed import check_keyed
+
+            anomalies = check_keyed(history, recover=bool(result["recover"]),
+                                    compact=bool(result["compact"]),
+                                    search_staleness=float(result["search_staleness"]))
+        else:
+            anomalies = check(history, keep_last=int(result["keep_last"]),
+                              search_staleness=float(result["search_staleness"]))
         report.check_seconds = time.monotonic() - started
         report.anomalies = [str(a) for a in anomalies] + list(result["g11"])
         report.acknowledged_appends, report.lost, report.duplicates = account(
-            history, result["live"])
+            history, result["live"], keyed=keyed)
         report.seconds = time.monotonic() - self.t0
         if os.environ.get("NOMNESIA_NEMESIS_KEEP"):
-            (Path(os.environ["NOMNESIA_NEMESIS_KEEP"]) / f"{self.cfg.adapter}-history.json"
+            (Path(os.environ["NOMNESIA_NEMESIS_KEEP"]) / f"{self._label()}-history.json"
              ).write_text(history.dumps(), encoding="utf-8")
 
 
@@ -560,10 +615,25 @@ async def run_nemesis(cfg: NemesisConfig, provider: Any = None) -> NemesisReport
         if not isinstance(provider, EmbeddedProvider):
             raise ValueError("engine faults (pause, kill) need an EmbeddedProvider")
     try:
-        return await _Run(cfg, provider).run()
+        engines = await asyncio.to_thread(_user_engines, cfg, provider) if cfg.user else None
+        return await _Run(cfg, provider, engines).run()
     finally:
         if own:
             await asyncio.to_thread(provider.close)
+
+
+def _user_engines(cfg: NemesisConfig, provider: Any) -> list[str]:
+    """The engines a user's store asks for, learned by opening it once (``user_store.py``)."""
+    from . import user_store
+
+    factory = user_store.suite_factory(cfg.store, cfg.interface)
+    asked = user_store.probe_engines(factory, provider)
+    if not asked:
+        raise ValueError(f"{user_store.describe(cfg.store, cfg.interface)} asked the suite for "
+                         "no engine (engine_url): its data lives in the process the nemesis "
+                         "kills, so there is nothing to judge across crashes. Give it engines "
+                         "from nomnesia.suite.engines.engine_url (docs/faults.md)")
+    return asked
 
 
 def stack_kinds(kinds: Sequence[str], *, networked: bool, replicated: bool) -> tuple[str, ...]:

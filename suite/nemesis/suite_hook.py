@@ -1,4 +1,5 @@
-"""The nemesis as one suite test: ``pytest --adapter pgvector --nemesis crash,net``.
+"""The nemesis as one suite test: ``pytest --adapter pgvector --nemesis crash,net``,
+or on your store: ``pytest --store mod:factory --nemesis all`` (any interface option too).
 
 The plugin owns the option; this is the test body it calls, so a failure reads
 like every other suite failure: the guarantee first, then the evidence and the
@@ -16,11 +17,14 @@ __all__ = ["nemesis_test"]
 
 
 def nemesis_test(adapter: str, kinds: str, *, seed: int, faults: int = 50,
-                 timeout: float = 1.0) -> None:
-    """Run the nemesis on ``adapter``; raise AssertionError naming the first broken guarantee."""
+                 timeout: float = 1.0, store: str = "", interface: str = "") -> None:
+    """Run the nemesis on ``adapter`` (or a user's ``store`` / ``interface``, as
+    ``NemesisConfig`` takes them); raise AssertionError naming the first broken guarantee.
+    ``ValueError`` says the store cannot be run (no engine, a kind that does not apply)."""
     report = asyncio.run(run_nemesis(NemesisConfig(adapter=adapter, faults=faults,
                                                    kinds=kinds_of(kinds), seed=seed,
-                                                   timeout=timeout, log=lambda _: None)))
+                                                   timeout=timeout, store=store,
+                                                   interface=interface, log=lambda _: None)))
     if report.passed:
         return
     if report.lost:

@@ -24,13 +24,13 @@ import sys
 import time
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .._run import LoggedStore
 from ..history import History, Op
-from ..workload import DEFAULT_USERS, Mix, Workload, _Client, quiesce
+from ..workload import DEFAULT_USERS, Mix, Workload, _Client, for_profile, quiesce
 
 __all__ = ["StreamedHistory", "WorkerConfig", "main"]
 
@@ -68,6 +68,11 @@ class WorkerConfig:
     store); called with the same keyword arguments as a stack factory."""
     mix: dict[str, float] = field(default_factory=dict)
     """Fields of the workload's :class:`Mix` to change (``{"forget": 0.0}``)."""
+    store: str = ""
+    """A user's ``MODULE:FACTORY`` (zero arguments, as ``--store``), opened through the
+    suite's engine seam instead of the registry (``user_store.py``)."""
+    interface: str = ""
+    """Or an interface option and its factory, ``--openai-session=MODULE:FACTORY``."""
 
     def dumps(self) -> str:
         data = dict(self.__dict__)
@@ -133,7 +138,15 @@ async def _open(config: WorkerConfig, stack: AsyncExitStack) -> Any:
     """Open the store, retrying while engines come back (bounded)."""
     from nomnesia.adapters import open_store
 
-    if config.factory:
+    if config.store or config.interface:
+        from . import user_store
+
+        made = user_store.suite_factory(config.store, config.interface)
+
+        def factory(**kw: Any) -> Any:
+            return user_store.open_store(made, config.urls, config.namespace,
+                                         keep=not config.final)
+    elif config.factory:
         module, _, attr = config.factory.partition(":")
         factory = getattr(importlib.import_module(module), attr)
     else:
@@ -161,7 +174,7 @@ async def _standby(config: WorkerConfig) -> bool:
     """Warm up (imports, the stack's factory), then block until the runner says what to do."""
     from nomnesia.adapters import ADAPTERS
 
-    if config.adapter in ADAPTERS and not config.factory:
+    if config.adapter in ADAPTERS and not (config.factory or config.store or config.interface):
         ADAPTERS[config.adapter].load()
     for module in ("nomnesia.adapters.postgres", "nomnesia.adapters.redis_log"):
         with contextlib.suppress(ImportError):
@@ -186,6 +199,8 @@ async def run(config: WorkerConfig) -> int:
     async with AsyncExitStack() as stack:
         store = await _open(config, stack)
         logged = LoggedStore(store, history)
+        # Only the calls the store's profile has (a seed store has no search or forget).
+        workload = replace(workload, mix=for_profile(workload.mix, logged.resolved))
         recoverer = _Client(base + RECOVER_PID, logged, workload, itertools.count())
         # recover() already ran on open; record one so the checker sees where it ended.
         await recoverer.call(recoverer.store.recover)
@@ -210,8 +225,6 @@ async def run(config: WorkerConfig) -> int:
 
 async def _final(config: WorkerConfig, store: LoggedStore, workload: Workload,
                  base: int) -> None:
-    from dataclasses import replace
-
     anomalies = await quiesce(store, replace(workload, processes=base + 98))
     live: dict[str, list[list[Any]]] = {}
     for user in config.users:
@@ -219,7 +232,10 @@ async def _final(config: WorkerConfig, store: LoggedStore, workload: Workload,
         live[user] = [[e.id, e.seq, e.role, list(e.covers)] for e in entries]
     result = {"g11": [str(a) for a in anomalies], "live": live,
               "keep_last": int(store.keep_last),
-              "search_staleness": float(store.search_staleness)}
+              "search_staleness": float(store.search_staleness),
+              # A smaller profile is judged the keyed way (entries known by content).
+              "keyed": store.keyed, "recover": store.can("recover"),
+              "compact": store.can("compact")}
     text = json.dumps(result, ensure_ascii=False)
     await asyncio.to_thread(Path(config.result).write_text, text, encoding="utf-8")
 
