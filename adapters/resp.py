@@ -264,6 +264,6 @@ def resp_client(url: str, *, timeout: float, replica: bool = False,
     sentinel = Sentinel(list(address.sentinels),
                         sentinel_kwargs={"socket_timeout": timeout,
                                          "socket_connect_timeout": timeout},
-                        **connection)  # type: ignore[no-untyped-call]
+                        **connection)  # type: ignore[no-untyped-call, unused-ignore]
     pick = sentinel.slave_for if replica else sentinel.master_for
     return RespClient(pick(address.service), list(sentinel.sentinels))

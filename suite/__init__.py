@@ -16,7 +16,7 @@ from .contract import (
     Guarantee,
     MemoryStore,
 )
-from .engines import engine_session, engine_url
+from .engines import engine_session, engine_url, fault_url, keep_data, store_namespace
 from .errors import (
     BackendTimeout,
     BackendUnavailable,
@@ -40,4 +40,7 @@ __all__ = [
     "StoreClosed",
     "engine_session",
     "engine_url",
+    "fault_url",
+    "keep_data",
+    "store_namespace",
 ]

@@ -38,11 +38,11 @@ def test_nemesis(request: pytest.FixtureRequest) -> None:
     option, value = target
     from .nemesis.suite_hook import nemesis_test
 
-    where = ({"adapter": value} if option == "--adapter" else
-             {"adapter": "", "store": value} if option == "--store" else
-             {"adapter": "", "interface": f"{option}={value}"})
+    adapter = value if option == "--adapter" else ""
+    store = value if option == "--store" else ""
+    interface = "" if adapter or store else f"{option}={value}"
     try:
-        nemesis_test(kinds=kinds, seed=settings.seed,
-                     faults=config.getoption("nomnesia_nemesis_faults"), **where)
+        nemesis_test(adapter, kinds, seed=settings.seed, store=store, interface=interface,
+                     faults=config.getoption("nomnesia_nemesis_faults"))
     except ValueError as exc:  # the store cannot be run: no engine of the suite's, say
         pytest.skip(f"{NOT_APPLICABLE}: {exc}")

@@ -45,7 +45,7 @@ async def _open(index: dict[str, Any] | None) -> AsyncIterator[AsyncRedisStore]:
     dropped afterwards (``delete=True``), as a test fixture would."""
     prefix = namespace("nomnesia_lg")
     async with AsyncRedisStore.from_conn_string(
-            url("redis-search"), index=index,  # type: ignore[arg-type]
+            url("redis-search"), index=index,  # type: ignore[arg-type, unused-ignore]
             store_prefix=f"{prefix}_store", vector_prefix=f"{prefix}_vectors") as made:
         try:
             yield made

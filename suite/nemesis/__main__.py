@@ -32,10 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "from nomnesia.suite.engines.engine_url (docs/faults.md)")
     from ..interfaces import INTERFACES
 
-    for interface in INTERFACES:
-        parser.add_argument(interface.option, dest=interface.dest, default="",
-                            metavar="MODULE:FACTORY", help=f"{interface.takes}, as the suite's "
-                            f"{interface.option} takes it")
+    for known in INTERFACES:
+        parser.add_argument(known.option, dest=known.dest, default="",
+                            metavar="MODULE:FACTORY", help=f"{known.takes}, as the suite's "
+                            f"{known.option} takes it")
     parser.add_argument("--faults", type=int, default=200)
     parser.add_argument("--kinds", default="all",
                         help=f"comma-separated subset of {','.join(KINDS)}, or all (default): "

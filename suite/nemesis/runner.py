@@ -207,8 +207,8 @@ class _Run:
         self.cascade = list(self.replicated) if cfg.cascade else []  # whatever the targets
         self.kinds = stack_kinds(cfg.kinds, networked=bool(self.targets),
                                  replicated=bool(self.replicated))
-        self.kill_targets: list[str] | None = cfg.targets.get("kill") and list(
-            cfg.targets["kill"])
+        wanted_kills = cfg.targets.get("kill")
+        self.kill_targets: list[str] | None = list(wanted_kills) if wanted_kills else None
         if cfg.user and "kill" in self.kinds:
             self._durable_kills()
         if "failover" in self.kinds and (wanted := cfg.targets.get("failover")) is not None:
