@@ -61,7 +61,8 @@ def test_run_on_the_oracle_passes_and_writes_the_report(runs: dict[str, Any]) ->
     assert report["meta"]["exitstatus"] == 0
     assert report["meta"]["cpu_seconds"] > 0  # bench/bench_matrix.py prints it per leaf
     assert report["tests"], "the controller saw no test reports from the xdist workers"
-    assert {t["outcome"] for t in report["tests"]} <= {"passed", "skipped"}
+    # The oracle runs in-process: the partial-failure test has no engine to fault.
+    assert {t["outcome"] for t in report["tests"]} <= {"passed", "skipped", "not applicable"}
     exercised = {k for t in report["tests"] for k in t["guarantees"]}
     assert len(exercised) >= 5, f"too few guarantees attributed: {sorted(exercised)}"
     assert all(report["guarantees"][k]["verdict"] == "pass" for k in exercised)

@@ -5,12 +5,14 @@ suite's provider; every audit factory asks this module instead. The provider
 starts PostgreSQL or Redis on first use and is closed when the process exits
 (each xdist worker is a process, so each gets its own engines). This is the
 module global plus ``atexit`` that issue 13 calls out: it is kept small and in
-one place so that the suite's supported engine helper can replace it.
+one place so that the suite's supported engine helper can replace it: inside a
+suite run, ``url`` now takes the suite's engines (see there).
 """
 
 from __future__ import annotations
 
 import atexit
+import sys
 import tempfile
 import threading
 import uuid
@@ -48,7 +50,21 @@ def provider() -> Provider:
 
 
 def url(engine: str) -> str:
-    """The URL or DSN of ``engine`` (``postgres``, ``redis``) in this process's provider."""
+    """The URL or DSN of ``engine`` (``postgres``, ``redis``): the running suite's, else this
+    process's provider.
+
+    Inside a pytest run with the nomnesia plugin, the audits take their engines from the
+    suite's engine session, as any user's factory does (``nomnesia.suite.engine_url``), so
+    the suite's partial-failure tests can fault them (docs/faults.md). It is looked up in
+    ``sys.modules``, not imported: an adapter may import only the suite's contract layer
+    (docs/architecture.md), and outside such a run this module's own provider serves.
+    """
+    suite_engines = sys.modules.get("nomnesia.suite.engines")
+    if suite_engines is not None:
+        try:
+            return str(suite_engines.engine_url(engine))
+        except RuntimeError:  # loaded, but no session installed: not inside a suite run
+            pass
     return provider().url(engine)
 
 
