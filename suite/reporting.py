@@ -14,6 +14,7 @@ import sys
 from .report.annotate import (
     ANOMALIES,
     CAUSES,
+    EVIDENCE,
     MARK,
     PROPERTY,
     annotate,
@@ -63,7 +64,7 @@ from .report.text import cause_lines, not_applicable_lines
 from .report.verdicts import guarantee_verdicts, verdict_text
 
 __all__ = [
-    "ADAPTER_INFO", "ANOMALIES", "CAUSES", "FORMAT", "GUARANTEE_KEYS",
+    "ADAPTER_INFO", "ANOMALIES", "CAUSES", "EVIDENCE", "FORMAT", "GUARANTEE_KEYS",
     "INTERFACE_INFO", "LEGEND", "MARK", "NA_TEXT", "NOT_APPLICABLE", "NOT_EXERCISED",
     "PROFILE_INFO", "PROPERTY", "RAN_OUTCOMES", "JsonReporter", "LeafCell", "add_options",
     "annotate", "build_report", "cause_key", "cause_lines", "configure", "cpu_seconds",

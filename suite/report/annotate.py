@@ -16,10 +16,11 @@ import pytest
 
 from ..contract import Guarantee
 from .causes import cause, guarantee_of_text, violation_causes
+from .evidence import evidence
 from .labels import guarantee_key, ordered
 from .outcome import failure_text, first_line, is_not_applicable
 
-__all__ = ["ANOMALIES", "CAUSES", "MARK", "PROPERTY", "Annotator", "annotate",
+__all__ = ["ANOMALIES", "CAUSES", "EVIDENCE", "MARK", "PROPERTY", "Annotator", "annotate",
            "declared", "report_causes"]
 
 PROPERTY = "nomnesia_guarantees"
@@ -28,6 +29,8 @@ CAUSES = "nomnesia_causes"
 """user_properties key: the causes of a failed test (``annotate``), one per failing input."""
 ANOMALIES = "nomnesia_anomalies"
 """user_properties key: every anomaly of a concurrency failure, however many were printed."""
+EVIDENCE = "nomnesia_evidence"
+"""user_properties key: the whole message, the anomalies' ops and the failing history."""
 MARK = "guarantee"
 """The one mark a suite test declares what it checks with (registered by plugin.py)."""
 _RUN = f"{__name__.rsplit('.', 2)[0]}._run"
@@ -130,7 +133,8 @@ def _item_judged(item: pytest.Item) -> set[str] | None:
 
 
 class Annotator:
-    """Worker side: annotate every report with the guarantees its test declares."""
+    """Worker side: annotate every report with the guarantees its test declares, and a
+    failure with its evidence (only for the JSON report: a history is too big for a log)."""
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:
@@ -149,4 +153,7 @@ class Annotator:
                 keys = [k for k in keys if k in judged]  # a seed store is not judged on G4
             if keys:
                 report.user_properties.append((PROPERTY, keys))
+        if report.failed and call.excinfo is not None and not any(
+                key == EVIDENCE for key, _ in report.user_properties):
+            report.user_properties.append((EVIDENCE, evidence(call.excinfo.value)))
         return report

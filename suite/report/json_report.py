@@ -4,7 +4,8 @@ A red test is only useful across adapters if it says which promise broke, so
 every test is recorded with the guarantees it exercises (what it declares with
 ``@pytest.mark.guarantee(G1, G7, ...)``, read from the collected item) and the
 guarantees its failure names (suite failure messages start with
-``G7 atomic compaction:`` or ``Inputs:``).
+``G7 atomic compaction:`` or ``Inputs:``). A failed test also keeps its whole
+message and, for a concurrency failure, the history the page draws.
 
 This module is the pytest plugin (``-p nomnesia.suite.reporting`` loads it
 through the facade): ``--nomnesia-json PATH`` registers the annotator on every
@@ -26,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from .annotate import ANOMALIES, CAUSES, PROPERTY, Annotator
+from .annotate import ANOMALIES, CAUSES, EVIDENCE, PROPERTY, Annotator
 from .causes import group_causes
 from .labels import FORMAT, NOT_APPLICABLE, failed_guarantees, ordered
 from .outcome import RANK, failure_text, first_line, outcome, skip_reason
@@ -76,6 +77,8 @@ class JsonReporter:
                 entry.setdefault("causes", []).extend(value)
             elif key == ANOMALIES and isinstance(value, list):
                 entry["anomalies"] = [str(a) for a in value]  # all of them, however many shown
+            elif key == EVIDENCE and isinstance(value, dict):
+                entry.setdefault("evidence", value)  # the first failing phase's
         phase = outcome(report)
         if phase is None:
             return
