@@ -25,6 +25,7 @@ from typing import Any
 
 from .labels import FORMAT, LEGEND, NOT_APPLICABLE, guarantee_of, label_order
 from .matrix_html import build_matrix, render_html, render_markdown
+from .page import write_run_pages
 
 __all__ = ["LeafCell", "job_summary", "leaf_cell", "main", "matrix_cells", "minor",
            "read_reports", "record_exit", "render_table"]
@@ -199,8 +200,8 @@ def _csv(text: str) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``matrix``: print the table of a run directory (exit 1 unless every cell is
-    green), write table.txt and matrix.html beside it; ``leaf``: record a leaf's
-    exit code and print its cell."""
+    green), write table.txt, matrix.html and a page per leaf beside it; ``leaf``:
+    record a leaf's exit code and print its cell."""
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m nomnesia.suite.reporting",
@@ -233,7 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     cells = matrix_cells(reports, ns.adapters, ns.pythons, ns.missing)
     text = render_table(cells, ns.adapters, ns.pythons)
     (ns.directory / "table.txt").write_text(text + "\n", encoding="utf-8")
-    (ns.directory / "matrix.html").write_text(render_html(build_matrix(reports)),
+    links = write_run_pages(reports, ns.directory / "matrix.html")
+    (ns.directory / "matrix.html").write_text(render_html(build_matrix(reports), links=links),
                                               encoding="utf-8")
     _append(ns.summary, job_summary(text, reports))
     print(f"\nnomnesia conformance, results in {ns.directory}\n\n{text}\n", flush=True)

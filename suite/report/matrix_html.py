@@ -27,8 +27,8 @@ from .labels import (
 )
 from .verdicts import verdict_text
 
-__all__ = ["COLORS", "Cell", "Row", "build_matrix", "load_reports", "render_html",
-           "render_markdown"]
+__all__ = ["COLORS", "CSS", "Cell", "Row", "build_matrix", "load_reports", "matrix_table",
+           "render_html", "render_markdown", "verdict_list"]
 
 MAX_LISTED = 50
 COLORS = {"pass": "#1e8e3e", "fail": "#d93025", "none": "#e8eaed", "unreached": "#f9ab00",
@@ -203,19 +203,21 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-_CSS = (":root { " + " ".join(f"--{k}: {v};" for k, v in COLORS.items()) + " }") + """
+CSS = (":root { " + " ".join(f"--{k}: {v};" for k, v in COLORS.items()) + " }") + """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
        color: #202124; margin: 24px; background: #fff; }
 h1 { font-size: 22px; margin: 0 0 4px; }
 p.meta { color: #5f6368; margin: 0 0 16px; }
 table#matrix { border-collapse: collapse; margin-bottom: 12px; }
-#matrix th, #matrix td { border: 1px solid #fff; padding: 6px 6px; text-align: center;
-                         white-space: nowrap; }
+#matrix th, #matrix td { border: 1px solid #fff; padding: 5px 4px; text-align: center; }
+#matrix td { font-size: 12px; line-height: 1.25; max-width: 80px; }
+#matrix td a { color: inherit; text-decoration: none; }
 #matrix thead th { background: #3c4043; color: #fff; font-weight: 600; white-space: normal;
                    min-width: 46px; max-width: 72px; vertical-align: bottom; }
 #matrix thead th small { display: block; font-weight: 400; font-size: 11px; line-height: 1.2;
                          color: #dadce0; }
-#matrix th.adapter { text-align: left; background: #f1f3f4; color: #202124; max-width: none; }
+#matrix th.adapter { text-align: left; background: #f1f3f4; color: #202124; max-width: 230px;
+                     overflow-wrap: anywhere; }
 #matrix th.adapter small { display: block; font-weight: 400; font-size: 11px; color: #5f6368; }
 #matrix td.pass { background: var(--pass); color: #fff; }
 #matrix td.fail { background: var(--fail); color: #fff; font-weight: 700; }
@@ -231,18 +233,22 @@ table#matrix { border-collapse: collapse; margin-bottom: 12px; }
 .legend .na { background: var(--na); color: #80868b; font-style: italic; }
 h2 { font-size: 16px; margin: 24px 0 6px; }
 ul.failures { margin: 0; padding-left: 20px; }
+ul.verdicts { margin: 0 0 12px; padding-left: 0; list-style: none; }
+ul.verdicts li { padding: 2px 8px; border-left: 4px solid var(--pass); margin: 2px 0; }
+ul.verdicts li.fail { border-left-color: var(--fail); }
 ul.failures code { background: #f1f3f4; padding: 1px 4px; border-radius: 3px; }
 """
 
 
-def render_html(rows: list[Row], *, title: str = "nomnesia conformance matrix",
-                generated: str = "") -> str:
-    """A static page: the matrix as ``<table id="matrix">``, then every failure."""
+def matrix_table(rows: list[Row], links: Mapping[tuple[str, str], str] | None = None) -> str:
+    """``<table id="matrix">`` and its legend; with ``links``, a row's head and each of its
+    cells link to that row's run page (``page#g-G7``: the guarantee's failures there)."""
     esc = html.escape
     head = "".join(
         f'<th scope="col">{esc(k)}<small>{esc(_TITLES[k])}</small></th>' for k in GUARANTEE_KEYS)
     body = []
     for row in rows:
+        href = (links or {}).get((row.adapter, row.python))
         tds = []
         for key, cell in row.cells.items():
             tip = (f"{key} {_TITLES[key]}: {cell.tests} tests ran ({cell.passed} passed, "
@@ -251,11 +257,48 @@ def render_html(rows: list[Row], *, title: str = "nomnesia conformance matrix",
                    "to the profile")
             if cell.failures:
                 tip += "; first failure: " + cell.failures[0]
-            tds.append(f'<td class="{cell.state}" title="{esc(tip)}">{esc(cell.text)}</td>')
+            text = esc(cell.text)
+            if href:
+                text = f'<a href="{esc(href)}#g-{key}">{text}</a>'
+            tds.append(f'<td class="{cell.state}" title="{esc(tip)}">{text}</td>')
         name, detail = row.short
-        body.append(f'<tr><th scope="row" class="adapter" title="{esc(row.label)}">{esc(name)}'
+        shown = f'<a href="{esc(href)}">{esc(name)}</a>' if href else esc(name)
+        body.append(f'<tr><th scope="row" class="adapter" title="{esc(row.label)}">{shown}'
                     f'<small>{esc(detail)}</small><small class="tests">{esc(row.tests_text)}'
                     f'</small></th>{"".join(tds)}</tr>')
+    return f"""<table id="matrix">
+<thead><tr><th scope="col" class="adapter">Adapter</th>{head}</tr></thead>
+<tbody>
+{chr(10).join(body)}
+</tbody>
+</table>
+<p class="legend"><span class="pass">pass</span> exercised, no failure
+<span class="fail">FAIL (n)</span> n tests failed on it
+<span class="unreached">not reached</span> every test of it failed on another guarantee first
+<span class="na">{NA_TEXT}</span> not applicable to the store's profile
+<span class="none">{NOT_EXERCISED}</span> not exercised</p>
+"""
+
+
+def verdict_list(rows: list[Row]) -> str:
+    """One line per row above the matrix: which guarantees it fails, so that a failure is
+    read first, whatever the width of the table."""
+    esc = html.escape
+    items = []
+    for row in rows:
+        failing = [f"{k} {_TITLES[k]} ({c.failed})" for k, c in row.cells.items() if c.failed]
+        state, text = ("fail", "FAIL on " + ", ".join(failing)) if failing else (
+            ("fail", "FAIL: " + row.tests_text) if row.failures or row.exits else
+            ("pass", "no guarantee broken"))
+        items.append(f'<li class="{state}"><b>{esc(row.label)}</b>: {esc(text)}</li>')
+    return f'<ul id="verdicts" class="verdicts">{"".join(items)}</ul>'
+
+
+def render_html(rows: list[Row], *, title: str = "nomnesia conformance matrix",
+                generated: str = "", links: Mapping[tuple[str, str], str] | None = None) -> str:
+    """A static page: which rows fail what, the matrix as ``<table id="matrix">``, then every
+    failure; with ``links`` (``nomnesia report --html``), cells link to run pages."""
+    esc = html.escape
     failures = []
     for row in rows:
         if not row.failures:
@@ -272,22 +315,13 @@ def render_html(rows: list[Row], *, title: str = "nomnesia conformance matrix",
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{esc(title)}</title>
-<style>{_CSS}</style>
+<style>{CSS}</style>
 </head>
 <body>
 <h1>{esc(title)}</h1>
 <p class="meta">{meta}</p>
-<table id="matrix">
-<thead><tr><th scope="col" class="adapter">Adapter</th>{head}</tr></thead>
-<tbody>
-{chr(10).join(body)}
-</tbody>
-</table>
-<p class="legend"><span class="pass">pass</span> exercised, no failure
-<span class="fail">FAIL (n)</span> n tests failed on it
-<span class="unreached">not reached</span> every test of it failed on another guarantee first
-<span class="na">{NA_TEXT}</span> not applicable to the store's profile
-<span class="none">{NOT_EXERCISED}</span> not exercised</p>
+{verdict_list(rows)}
+{matrix_table(rows, links)}
 {"".join(failures)}
 </body>
 </html>
