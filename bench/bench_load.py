@@ -36,7 +36,7 @@ What is measured:
   checker compares contents and queries only for equality, so this changes no
   verdict and keeps the recorded history from dominating the bench's own memory.
 - **latency** (p50, p99) and **throughput** per call type during the storm.
-- **RSS** of every engine (its process tree, as bench/report.py's ``engine_rss``
+- **RSS** of every engine (its process tree, as bench/report_parts.py's ``engine_rss``
   reads it) and of the store process (this one: the client, the in-process
   indexes, the history), sampled every ``rss_interval`` seconds from the store's
   opening to its closing: peak and end.
@@ -87,7 +87,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from bench_tiered import pct  # noqa: E402
-from report import _short, _table, engine_rss  # noqa: E402
+from report_parts import engine_rss, short, table  # noqa: E402
 
 from nomnesia.adapters import ADAPTERS, open_store  # noqa: E402
 from nomnesia.adapters.engines import get_provider  # noqa: E402
@@ -228,7 +228,7 @@ class _Client:
             pass  # recorded as fail: the checker judges whether the rejection was legal
         except Exception as exc:
             load.errors[f] += 1
-            load.first_error.setdefault(f, _short(exc))
+            load.first_error.setdefault(f, short(exc))
             with contextlib.suppress(Exception):  # SPEC G10: recover after an indeterminate call
                 async with load.history.record(self.pid, "recover", "", None):
                     await self.store.recover()
@@ -475,7 +475,7 @@ async def bench_stack(name: str, cfg: LoadConfig) -> dict[str, Any]:
             row["rss_samples"] = rss.samples
             row["open_s"] = opened
     except Exception as exc:  # one broken stack must not hide the rest
-        return {"skipped": _short(exc), "error": f"{type(exc).__name__}: {exc}"[:2000],
+        return {"skipped": short(exc), "error": f"{type(exc).__name__}: {exc}"[:2000],
                 "wall_s": time.perf_counter() - started}
     finally:
         if provider is not None:
@@ -579,7 +579,7 @@ def markdown(load: dict[str, Any]) -> str:
                      f"{r['anomalies_per_1k']:.2f}",
                      ", ".join(f"{k} {v}" for k, v in r["by_guarantee"].items()) or "-",
                      str(errors), f"{r['calls_per_s']:,.0f}", f"{r['wall_s']:.0f}"])
-    parts.append(_table(["stack", "calls", "users", "anomalies", "per 1,000", "by guarantee",
+    parts.append(table(["stack", "calls", "users", "anomalies", "per 1,000", "by guarantee",
                          "errors", "calls/s", "wall s"], rows))
     errors = [f"- {name} {f}: {o['errors']} x {o['first_error']}"
               for name, r in load["stacks"].items() for f, o in r.get("ops", {}).items()
@@ -596,7 +596,7 @@ def markdown(load: dict[str, Any]) -> str:
         if "skipped" not in r:
             rows.append([name] + [f"{_ms(r['ops'][f])} ({r['ops'][f]['per_s']:,.0f}/s)"
                                   for f in OPS])
-    parts.append(_table(["stack", *OPS], rows))
+    parts.append(table(["stack", *OPS], rows))
     parts.append("\n### RSS under load, MiB, per engine and for the store process\n\n"
                  "Each stack in a fresh bench process on engines of its own; sampled from the "
                  "store's opening (start) to its closing (end). The store process is that "
@@ -608,7 +608,7 @@ def markdown(load: dict[str, Any]) -> str:
         for e in r.get("rss", []):
             rows.append([name, e["engine"], str(e["processes"]),
                          f"{e['start_mib']:,.1f} / {e['peak_mib']:,.1f} / {e['end_mib']:,.1f}"])
-    parts.append(_table(["stack", "engine", "processes", "RSS MiB start / peak / end"], rows))
+    parts.append(table(["stack", "engine", "processes", "RSS MiB start / peak / end"], rows))
     parts.append("\n### Peak memory of one call in the store process, MiB (max / p50)\n\n"
                  "tracemalloc, one call at a time after the storm, at the largest sizes "
                  "(65,536 code point contents and query); engines' memory is in the RSS above.\n")
@@ -618,7 +618,7 @@ def markdown(load: dict[str, Any]) -> str:
         if mem:
             rows.append([name] + [f"{mem[f]['max_mib']:.2f} / {mem[f]['p50_mib']:.2f}"
                                   for f in OPS])
-    parts.append(_table(["stack", *OPS], rows))
+    parts.append(table(["stack", *OPS], rows))
     return "\n".join(parts) + "\n"
 
 

@@ -37,67 +37,12 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 import bench_tiered  # noqa: E402
+from report_parts import engine_rss, short, table  # noqa: E402
 
 from nomnesia.adapters import ADAPTERS  # noqa: E402
 from nomnesia.adapters.engines import get_provider  # noqa: E402
 
 LATENCY = ("append", "history", "search", "compact", "converge")
-
-
-# -- memory -------------------------------------------------------------------
-
-def _stat(pid: int) -> tuple[int, int, str] | None:
-    """(ppid, pgrp, comm) of a live process, None if it is gone or unreadable."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    comm = text[text.index("(") + 1: text.rindex(")")]
-    fields = text[text.rindex(")") + 2:].split()
-    return int(fields[1]), int(fields[2]), comm
-
-
-def _rss_mib(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return 0.0
-
-
-def engine_rss(provider: Any) -> list[dict[str, Any]]:
-    """RSS per engine: its process and all its descendants (PostgreSQL's backends each take a
-    session of their own, so a process group would miss them; shared buffers count once per
-    process, as RSS does). Also the other children of this process (the watchdog) and this
-    process itself, which holds the in-process indexes (qdrant local, qdrant-edge)."""
-    leaders = set(provider.process_groups()) if hasattr(provider, "process_groups") else set()
-    procs = {pid: st for pid in (int(p) for p in os.listdir("/proc") if p.isdigit())
-             if (st := _stat(pid)) is not None}
-    kids: dict[int, list[int]] = {}
-    for pid, st in procs.items():
-        kids.setdefault(st[0], []).append(pid)
-
-    def tree(pid: int) -> list[int]:
-        return [pid] + [d for kid in kids.get(pid, []) for d in tree(kid)]
-
-    rows = []
-    for leader in sorted(leaders):
-        members = tree(leader) if leader in procs else []
-        rows.append({"engine": procs[leader][2] if leader in procs else f"pid {leader}",
-                     "processes": len(members),
-                     "rss_mib": round(sum(_rss_mib(pid) for pid in members), 1)})
-    me = os.getpid()
-    for pid in kids.get(me, []):
-        if pid not in leaders:
-            members = tree(pid)
-            rows.append({"engine": f"{procs[pid][2]} (other child of the bench)",
-                         "processes": len(members),
-                         "rss_mib": round(sum(_rss_mib(p) for p in members), 1)})
-    rows.append({"engine": "bench process (in-process indexes)", "processes": 1,
-                 "rss_mib": round(_rss_mib(me), 1)})
-    return rows
 
 
 # -- measurements ---------------------------------------------------------------
@@ -112,18 +57,12 @@ async def bench_stacks(names: list[str], n: int, users: int) -> tuple[dict[str, 
                 ADAPTERS[name].load()
                 rows[name] = await bench_tiered.bench_stack(name, provider, n, users)
             except Exception as exc:  # one broken stack must not hide the rest
-                rows[name] = {"skipped": _short(exc), "error": f"{type(exc).__name__}: {exc}"}
+                rows[name] = {"skipped": short(exc), "error": f"{type(exc).__name__}: {exc}"}
             print(f"{name}: {rows[name]}", file=sys.stderr, flush=True)
         rss = await asyncio.to_thread(engine_rss, provider)
     finally:
         await asyncio.to_thread(provider.close)
     return rows, rss
-
-
-def _short(exc: Exception) -> str:
-    """The part of an error a table cell can hold: its last clause before any advice."""
-    clauses = [c.strip() for c in str(exc).split(":") if c.strip()]
-    return f"{type(exc).__name__}: {clauses[min(1, len(clauses) - 1)] if clauses else ''}"[:100]
 
 
 def checker_throughput(ops: int, seed: int = 1) -> dict[str, float]:
@@ -198,12 +137,6 @@ def _cell(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def markdown(report: dict[str, Any]) -> str:
     meta = report["meta"]
     stacks: dict[str, Any] = report["stacks"]
@@ -220,7 +153,7 @@ def markdown(report: dict[str, Any]) -> str:
         else:
             rows.append([name] + [_cell(row.get(f"{op}_{q}")) for op in LATENCY
                                   for q in ("p50", "p99")])
-    parts.append(_table(header, rows))
+    parts.append(table(header, rows))
     parts.append("\n## Throughput and overhead over the raw engine writes\n\nraw = the writes "
                  "one append is made of (PostgreSQL INSERT + log RPUSH + index upsert), timed "
                  "interleaved with the store's appends; ratio = append p50 / raw p50 "
@@ -237,13 +170,13 @@ def markdown(report: dict[str, Any]) -> str:
         rows.append([name, _cell(row.get("append1_per_s"), 0), _cell(row.get("append_per_s"), 0),
                      _cell(row.get("raw1_per_s"), 0), _cell(row.get("raw_per_s"), 0), raw,
                      _cell(row.get("ratio"))])
-    parts.append(_table(header, rows))
+    parts.append(table(header, rows))
     parts.append("\n## Memory (RSS) per engine (process and its children), all stacks' "
                  "engines running\n\nThe in-process indexes (qdrant local mode, qdrant-edge) "
                  "count in the bench process; an engine that lives only while its store is "
                  "open (Milvus Lite) is gone by the time this is read. The bench's other child "
                  "is the engines' watchdog.\n")
-    parts.append(_table(["engine", "processes", "RSS MiB"],
+    parts.append(table(["engine", "processes", "RSS MiB"],
                         [[r["engine"], str(r["processes"]), _cell(r["rss_mib"], 1)]
                          for r in report["rss"]]))
     c = report.get("checker")
@@ -254,7 +187,7 @@ def markdown(report: dict[str, Any]) -> str:
     suite = report.get("suite")
     if suite:
         parts.append("\n## Conformance suite wall time per adapter\n")
-        parts.append(_table(["adapter", "wall s", "tests", "failures", "errors", "skipped"],
+        parts.append(table(["adapter", "wall s", "tests", "failures", "errors", "skipped"],
                             [[name, _cell(s["wall_s"], 1)] + [_cell(s.get(k)) for k in
                              ("tests", "failures", "errors", "skipped")]
                              for name, s in suite.items()]))
@@ -337,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="skip the engine start-up and index benchmarks (OUT/<name>.txt)")
     parser.add_argument("--load-stacks", default="",
                         help="comma-separated; default: fragile (the seed's store) and --stacks")
-    import bench_load  # here: it imports this module's helpers
+    import bench_load  # here: the load benchmark is optional and slow to import
 
     bench_load.add_arguments(parser, prefix="load-")
     args = parser.parse_args(argv)

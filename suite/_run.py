@@ -124,13 +124,14 @@ class GuaranteeViolation(AssertionError):
     separate failures of a test that tried many inputs (``Attempts``), each as
     (input label, violation), and ``anomalies`` every ``checker.Anomaly`` of a
     concurrency failure (however many the message shows); reports group
-    failures by cause from them.
+    failures by cause from them. ``history`` is the history the failure was
+    found in (a concurrency round's, else ``log``): the HTML report draws it.
     """
 
     def __init__(self, guarantee: Guarantee, detail: str, log: History | None = None, *,
                  user: object = None, evidence: str = "", op: str | None = None,
                  parts: Sequence[tuple[str, GuaranteeViolation]] = (),
-                 anomalies: Sequence[Any] = ()) -> None:
+                 anomalies: Sequence[Any] = (), history: History | None = None) -> None:
         self.guarantee = guarantee
         self.detail = detail
         if log is not None:
@@ -142,12 +143,14 @@ class GuaranteeViolation(AssertionError):
         self.op = op
         self.parts = list(parts)
         self.anomalies = list(anomalies)
+        self.history = history if history is not None else log
         super().__init__(f"{guarantee}: {detail}" + (f"\n\n{evidence}" if evidence else ""))
 
     def again(self, detail: str, guarantee: Guarantee | None = None) -> GuaranteeViolation:
         """The same failure (evidence, op, parts) under another detail or guarantee."""
         return GuaranteeViolation(guarantee or self.guarantee, detail, evidence=self.evidence,
-                                  op=self.op, parts=self.parts, anomalies=self.anomalies)
+                                  op=self.op, parts=self.parts, anomalies=self.anomalies,
+                                  history=self.history)
 
 
 def expect(condition: object, guarantee: Guarantee, detail: str | Callable[[], str],

@@ -9,12 +9,14 @@ that prints a wall of dots tells a person nothing about how far along it is.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
 import importlib.util
 import json
 import os
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
@@ -139,19 +141,41 @@ def pytest_args(ns: argparse.Namespace) -> list[str]:
 
 def cmd_run(ns: argparse.Namespace) -> int:
     bar = ns.progress == "bar" or (ns.progress == "auto" and sys.stdout.isatty())
-    args = pytest_args(ns)
-    if bar:
-        args = ["-o", "console_output_style=classic", *args]  # no "[ 40%]" either
-    print("nomnesia: python -m pytest " + " ".join(args), flush=True)
-    # Also as an object: this process imported it already, and `-p` alone would warn
-    # that it cannot be assertion-rewritten; `-p` then sees it registered and skips it.
-    plugins: list[object] = [reporting, ProgressBar(bar=bar)]
-    return int(pytest.main(args, plugins=plugins))
+    with contextlib.ExitStack() as stack:
+        if ns.html and not ns.json:  # the page is made from the JSON report: keep it aside
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="nomnesia-"))
+            ns.json = str(Path(folder) / "report.json")
+        args = pytest_args(ns)
+        if bar:
+            args = ["-o", "console_output_style=classic", *args]  # no "[ 40%]" either
+        print("nomnesia: python -m pytest " + " ".join(args), flush=True)
+        # Also as an object: this process imported it already, and `-p` alone would warn
+        # that it cannot be assertion-rewritten; `-p` then sees it registered and skips it.
+        plugins: list[object] = [reporting, ProgressBar(bar=bar)]
+        code = int(pytest.main(args, plugins=plugins))
+        if ns.html:
+            _write_run_page(Path(ns.json), ns.html)
+    return code
+
+
+def _write_run_page(report_path: Path, html_path: str) -> None:
+    """``run --html``: the run's page, from the JSON report pytest just wrote."""
+    from .report.page import render_page
+    from .report_html import load_reports
+
+    try:
+        (report,) = load_reports([report_path])
+    except ValueError as exc:  # pytest stopped before writing it (a usage error ...)
+        print(f"nomnesia run: no HTML page: {exc}", file=sys.stderr)
+        return
+    _write(html_path, render_page(report))
+    print(f"nomnesia run: HTML page written to {html_path}", file=sys.stderr)
 
 
 # --- report ------------------------------------------------------------------
 
 def cmd_report(ns: argparse.Namespace) -> int:
+    from .report.page import write_run_pages
     from .report_html import build_matrix, load_reports, render_html, render_markdown
 
     try:
@@ -166,8 +190,10 @@ def cmd_report(ns: argparse.Namespace) -> int:
         _write(ns.md, markdown)
     if ns.html:
         stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        _write(ns.html, render_html(rows, title=ns.title, generated=stamp))
-        print(f"nomnesia report: HTML written to {ns.html}", file=sys.stderr)
+        links = write_run_pages(reports, Path(ns.html))
+        _write(ns.html, render_html(rows, title=ns.title, generated=stamp, links=links))
+        print(f"nomnesia report: HTML written to {ns.html} (and a page per run beside it)",
+              file=sys.stderr)
     return 0
 
 
@@ -406,6 +432,9 @@ def parser() -> argparse.ArgumentParser:
                      help="where built-in stacks get their engines "
                           "(default: $NOMNESIA_BACKENDS, else auto)")
     run.add_argument("--json", metavar="PATH", help="write the JSON report for `nomnesia report`")
+    run.add_argument("--html", metavar="PATH",
+                     help="write the run's report page: verdict, failures by cause with their "
+                          "timelines and replay commands, the matrix")
     run.add_argument("-n", dest="numprocesses", metavar="N",
                      help="pytest-xdist workers (a number or auto)")
     run.add_argument("--progress", choices=("auto", "bar", "plain"), default="auto",

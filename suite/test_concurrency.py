@@ -49,7 +49,7 @@ async def _judge(store: StoreFactory, rounds: int, **workload: Any) -> list[Outc
     if not last and last.guarantee is not None:
         # The message shows --nomnesia-anomalies of them; the report keeps them all.
         raise GuaranteeViolation(last.guarantee, last.detail(settings.anomalies) + _saved(last),
-                                 anomalies=last.anomalies)
+                                 anomalies=last.anomalies, history=last.history)
     return outcomes
 
 

@@ -10,6 +10,10 @@
   starts with ``_`` (``engines._proc``), so what the nemesis needs of engines is
   public API of ``nomnesia.adapters.engines``.
 
+No module in ``suite/`` or ``bench/`` imports one that imports it, not even
+through others or inside a function: a circle makes the order of imports matter
+and two modules that can only be read together.
+
 Imports are read with ``ast``, function-level ones included, relative ones resolved.
 """
 
@@ -43,15 +47,21 @@ def imports_of(source: str, module: str, is_package: bool) -> list[tuple[int, st
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, base] if base else anchor)
+            base = _resolved(node, package)
             # ``from pkg import mod`` imports a module too: judge pkg.mod for each name.
             found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
             found.append((node.lineno, base))
     return [(line, name) for line, name in found if name.startswith("nomnesia.")]
+
+
+def _resolved(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a ``from ... import`` names, relative dots resolved in ``package``."""
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")
+        anchor = anchor[: len(anchor) - (node.level - 1)]
+        base = ".".join([*anchor, base] if base else anchor)
+    return base
 
 
 def _under(name: str, prefix: str) -> bool:
@@ -87,6 +97,93 @@ def violations(root: Path) -> list[str]:
     for report in bad:
         once.setdefault(report.split(": ", 1)[0], report)
     return list(once.values())
+
+
+def suite_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the modules of ``suite/`` it imports (``from pkg import mod`` is pkg.mod)."""
+    paths = {_module_name(root, p): p for p in sorted((root / "suite").rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                edges.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+                base = _resolved(node, package)
+                named = {f"{base}.{a.name}" for a in node.names} & paths.keys()
+                edges.update(named or {base})
+        graph[module] = (edges & paths.keys()) - {module}
+    return graph
+
+
+def bench_graph(root: Path) -> dict[str, set[str]]:
+    """Script -> the scripts of ``bench/`` it imports (they import each other by bare name)."""
+    paths = {p.stem: p for p in sorted((root / "bench").glob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                edges.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                edges.add(node.module.split(".")[0])
+        graph[name] = (edges & paths.keys()) - {name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                top = stack.pop()
+                part.append(top)
+                if top == node:
+                    break
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_no_module_imports_one_that_imports_it() -> None:
+    assert circles(suite_graph(ROOT)) == []
+    assert circles(bench_graph(ROOT)) == []
+
+
+def test_a_circle_through_a_function_level_import_is_found(tmp_path: Path) -> None:
+    """What suite/reporting.py and report_html.py were: one imports the other at the top,
+    the other imports it back inside a function. And bench's two scripts, by bare name."""
+    (tmp_path / "suite" / "report").mkdir(parents=True)
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "suite" / "report" / "__init__.py").write_text("")
+    (tmp_path / "suite" / "report" / "a.py").write_text("from .b import x\n")
+    (tmp_path / "suite" / "report" / "b.py").write_text(
+        "def x():\n    from . import a\n    from ..checker import check\n")
+    (tmp_path / "suite" / "checker.py").write_text("import nomnesia.suite.report.a\n")
+    (tmp_path / "bench" / "report.py").write_text("def f():\n    import bench_load\n")
+    (tmp_path / "bench" / "bench_load.py").write_text("from report import f\n")
+    assert circles(suite_graph(tmp_path)) == [[
+        "nomnesia.suite.checker", "nomnesia.suite.report.a", "nomnesia.suite.report.b"]]
+    assert circles(bench_graph(tmp_path)) == [["bench_load", "report"]]
 
 
 def test_the_tree_keeps_its_layers() -> None:
