@@ -197,4 +197,4 @@ def _violation(failures: list[tuple[str, Outcome, Faults]],
     text = "\n".join(lines)
     head = f"{guarantee}: "
     return GuaranteeViolation(guarantee, text[len(head):] if text.startswith(head) else text,
-                              anomalies=outcome.anomalies)
+                              anomalies=outcome.anomalies, history=outcome.history)

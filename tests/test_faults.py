@@ -190,3 +190,12 @@ def test_the_nemesis_catches_the_retrying_store_and_passes_the_other(
         caught.summary()
     assert correct.passed, correct.summary()
     assert correct.acknowledged_appends > 100 and not correct.lost
+
+
+def test_the_report_timeline_shades_the_fault_windows_the_round_noted() -> None:
+    from nomnesia.suite.report.timeline import fault_windows
+
+    notes = [{"value": "fault: lost-reply on redis", "time": 10},
+             {"value": "healed: lost-reply on redis", "time": 20},
+             {"value": "fault: stall on postgres", "time": 30}]  # never healed: not drawn
+    assert fault_windows(notes) == [(10, 20, "lost-reply on redis")]

@@ -145,9 +145,25 @@ def build(history: Mapping[str, Any], anomalies: Sequence[Mapping[str, Any]] = (
                 part.anomalies.append(k)
     return Timeline(bars=bars, notes=notes, lanes=sorted({b.process for b in bars}),
                     order=order, times=[(int(op["time"]), i) for i, op in enumerate(ops)],
-                    gaps=gaps, call_of=call_of, windows=list(windows),
+                    gaps=gaps, call_of=call_of,
+                    windows=list(windows) or fault_windows(notes),
                     total=int(history.get("total") or len(ops)),
                     cut=bool(history.get("cut")))
+
+
+def fault_windows(notes: Iterable[Mapping[str, Any]]) -> list[tuple[int, int, str]]:
+    """The fault windows a partial-failure round recorded as notes (``suite/faults.py``):
+    ``fault: X on E`` opens one, the next ``healed: X on E`` closes it."""
+    windows: list[tuple[int, int, str]] = []
+    open_: dict[str, int] = {}
+    for note in notes:
+        text = str(note.get("value") or "")
+        kind, _, what = text.partition(": ")
+        if kind == "fault":
+            open_[what] = int(note["time"])
+        elif kind == "healed" and what in open_:
+            windows.append((open_.pop(what), int(note["time"]), what))
+    return windows
 
 
 def _short(value: Any, width: int = 18) -> str:
