@@ -174,3 +174,12 @@ async def takeback() -> AsyncIterator[TakebackStore]:
                 await store.aclose()
     finally:
         await pool.close()
+
+
+def pgvector_stack() -> Any:
+    """The built-in pgvector stack as a user's ``--store`` factory on the suite's engines:
+    ``open_store`` with the engine session's provider, routed so faults reach it."""
+    from nomnesia.adapters import open_store
+    from nomnesia.suite.engines import current_session
+
+    return open_store("pgvector", provider=current_session().routed())

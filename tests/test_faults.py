@@ -199,3 +199,12 @@ def test_the_report_timeline_shades_the_fault_windows_the_round_noted() -> None:
              {"value": "healed: lost-reply on redis", "time": 20},
              {"value": "fault: stall on postgres", "time": 30}]  # never healed: not drawn
     assert fault_windows(notes) == [(10, 20, "lost-reply on redis")]
+
+
+@pytest.mark.slow
+def test_a_built_in_stack_through_store_passes_the_partial_failures(
+        pytester: pytest.Pytester) -> None:
+    passed, failures = _run(pytester, "pgvector_stack")
+    assert not failures, "\n\n".join(failures.values())
+    assert [r.nodeid.rsplit("::", 1)[-1] for r in passed] == [
+        "test_partial_failures_on_each_engine"], "the faults test must run, not skip"
