@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 
 from .contract import Guarantee
+from .fresh import scrub
 
 __all__ = [
     "FORMAT",
@@ -220,6 +221,7 @@ _CAUSE_WIDTH = 140
 def normalise(text: str) -> str:
     """A message's first line with the values blanked: what stays the same across inputs."""
     line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
+    line = scrub(line)  # a fresh id's token (fresh.Namespace), if a store's message quotes it
     line = _HINT.sub("", line)
     line = _QUOTED.sub("…", line)
     for _ in range(3):  # nested brackets, innermost first

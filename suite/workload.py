@@ -33,6 +33,7 @@ from ._run import LoggedStore, opened
 from .checker import Anomaly, check
 from .checker_keyed import check_keyed
 from .contract import Guarantee
+from .fresh import Namespace
 from .history import History
 from .profiles import Resolved
 
@@ -309,16 +310,20 @@ async def _search_until_found(client: _Client, user: str, query: str, entry_id: 
         pause = min(pause * 2, 0.05)
 
 
-async def run(store: Any, workload: Workload) -> Outcome:
+async def run(store: Any, workload: Workload, *, ids: Namespace | None = None) -> Outcome:
     """Run one round against an open, empty store and judge it.
 
     Every call goes through a ``LoggedStore`` into a fresh history: the
     checker judges it, and a timeout reads it to name the calls that were in
-    flight (a hung ``compact()`` among hundreds of finished calls).
+    flight (a hung ``compact()`` among hundreds of finished calls). ``ids`` (a
+    ``LoggedStore``'s own, if given one) makes the users and message ids fresh.
     """
-    inner = store.inner if isinstance(store, LoggedStore) else store
+    if isinstance(store, LoggedStore):
+        inner, ids = store.inner, store.ids
+    else:
+        inner = store
     history = History()
-    store = LoggedStore(inner, history)
+    store = LoggedStore(inner, history, ids=ids)
     workload = replace(workload, mix=for_profile(workload.mix, store.resolved))
     slots = itertools.count()
     started = time.monotonic()
@@ -350,7 +355,9 @@ async def run_rounds(factory: StoreFactory, workload: Workload, rounds: int) -> 
     for i in range(rounds):
         this = replace(workload, seed=workload.seed * 1000 + i)
         async with opened(factory) as store:  # the store as the suite calls it
-            outcome = await run(store, this)
+            ids = Namespace.new()  # fresh users and message ids for every round
+            outcome = await run(store, this, ids=ids)
+            await LoggedStore(store, ids=ids).clean_up()
         outcome.workload = replace(this, seed=workload.seed)
         outcome.round = i
         outcomes.append(outcome)
