@@ -176,6 +176,10 @@ def store_error(exc: BaseException, logs: Sequence[History] | None = None
     append of valid content also loses what was appended (G1). Anything else
     is an error the store should not have had (G12).
     """
+    from .interfaces._base import InterfaceMismatch
+
+    if isinstance(exc, InterfaceMismatch):
+        return None  # the wrong option for the object: a usage error, never the store's
     for log in logs if logs is not None else (_active_logs.get() or []):
         op = log.raiser(exc)
         if op is not None:

@@ -35,6 +35,7 @@ from .checker_keyed import check_keyed
 from .contract import Guarantee
 from .fresh import Namespace
 from .history import History
+from .interfaces._base import InterfaceMismatch
 from .profiles import Resolved
 
 __all__ = ["DEFAULT_USERS", "Mix", "Outcome", "Workload", "for_profile", "quiesce",
@@ -184,6 +185,8 @@ class _Client:
         """Run one call (``self.store`` records it); ``fail``/``info`` are outcomes here."""
         try:
             await make()
+        except InterfaceMismatch:
+            raise  # a usage error: no call reached the store
         except (ValueError, TypeError):
             return "fail"
         except Exception:

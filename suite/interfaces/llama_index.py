@@ -31,6 +31,8 @@ __all__ = ["LlamaChatStore", "open_store"]
 class LlamaChatStore(Mapped):
     """The suite's calls on one llama-index chat store, keyed by user id."""
 
+    requires = ("async_add_message", "aget_messages", "adelete_messages")
+
     async def append_message(self, user_id: str, role: str, content: str) -> None:
         from llama_index.core.llms import ChatMessage, MessageRole
 
@@ -51,3 +53,7 @@ class LlamaChatStore(Mapped):
 async def open_store(factory: Callable[..., Any]) -> AsyncIterator[LlamaChatStore]:
     async with LlamaChatStore(factory) as store:
         yield store
+
+
+MAPPED = LlamaChatStore
+"""The mapping, whose ``fits`` says whether an object suits this option."""
