@@ -72,7 +72,8 @@ INTERFACES: tuple[Interface, ...] = (
               "an OpenAI Agents SDK Session (called with the session id)",
               "agents:SQLiteSession", "openai_agents", "agents", "openai-agents"),
     Interface("--llama-chat-store", "nomnesia_llama_chat_store",
-              "a llama-index BaseChatStore",
+              "a llama-index BaseChatStore, or an AsyncDBChatStore (SQLAlchemyChatStore, the "
+              "store behind llama-index's Memory)",
               "llama_index.core.storage.chat_store:SimpleChatStore", "llama_index",
               "llama_index.core", "llama-index-core"),
     Interface("--adk-sessions", "nomnesia_adk_sessions",

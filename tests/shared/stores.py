@@ -49,10 +49,12 @@ def llama_shared() -> Any:
 
 
 def llama_empty() -> Any:
-    """``SQLAlchemyChatStore`` on its default in-memory SQLite: empty per store."""
+    """``SQLAlchemyChatStore`` on a new file per store: SQLite's file locking as in the
+    shared case, on an empty database."""
     from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
 
-    return SQLAlchemyChatStore(table_name="chat")
+    path = _dir() / f"llama-empty-{uuid.uuid4().hex}.db"
+    return SQLAlchemyChatStore(table_name="chat", async_database_uri=f"sqlite+aiosqlite:///{path}")
 
 
 @asynccontextmanager
