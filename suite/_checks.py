@@ -301,7 +301,7 @@ def _check_keyed_shape(s: LoggedStore, history: list[EntryLike], user_id: str) -
     late = [e for e in history[first_message:] if e.role == SUMMARY_ROLE]
     summaries = [e for e in history if e.role == SUMMARY_ROLE]
     compacted = s.can("compact") and any(
-        op.f == "compact" and op.user_id == user_id for op in s.log)
+        op.f == "compact" and op.user_id == s.store_user(user_id) for op in s.log)
     if summaries and not compacted:
         expect(False, G2, lambda: f"get_history({user_id!r}) returned entries that no append "
                                   f"wrote: {[e.content[:40] for e in summaries[:3]]}"

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 import pytest
 
 from .contract import Capabilities, ConsistencyReport, EntryLike, Guarantee
+from .fresh import Namespace
 from .history import History, Op, call_text, describe, method, short_repr
 from .profiles import ProfileError, Resolved, not_applicable, resolve, static_full
 from .view import KeyedView, view_of
@@ -178,6 +179,10 @@ def store_error(exc: BaseException, logs: Sequence[History] | None = None
     append of valid content also loses what was appended (G1). Anything else
     is an error the store should not have had (G12).
     """
+    from .interfaces._base import InterfaceMismatch
+
+    if isinstance(exc, InterfaceMismatch):
+        return None  # the wrong option for the object: a usage error, never the store's
     for log in logs if logs is not None else (_active_logs.get() or []):
         op = log.raiser(exc)
         if op is not None:
@@ -398,17 +403,34 @@ class LoggedStore:
     without it a call takes the lowest process with nothing in flight, so
     concurrent calls of one test stay apart. ``show`` keeps how each result
     read (``Op.shown``, for the numbered log of a failure).
+
+    ``ids`` makes every user and message id fresh (``fresh.Namespace``): the store and
+    the log get the fresh ids, the test gets back its own (SPEC.md, "What the suite may
+    assume"). Without it the ids go to the store as the test wrote them.
     """
 
     def __init__(self, inner: Any, log: History | None = None, *,
-                 process: int | None = None, show: bool = True) -> None:
+                 process: int | None = None, show: bool = True,
+                 ids: Namespace | None = None) -> None:
         self.inner = inner
+        self.ids = ids
         self.log = log if log is not None else History()
         self.process = process
         self.show = show
         self.resolved = resolved_of(inner)
         """The profile the store is judged by; a ``KeyedView`` inner means the keyed reading."""
         _watch(self.log)
+
+    @property
+    def log(self) -> History:
+        """The store calls, in the store's ids; a test that swaps it keeps the namespace."""
+        return self._log
+
+    @log.setter
+    def log(self, log: History) -> None:
+        self._log = log
+        if self.ids is not None:
+            log.rename = self.ids.user
 
     @property
     def keyed(self) -> bool:
@@ -426,7 +448,7 @@ class LoggedStore:
         the ops themselves: rendering each result as well would double the
         recorder's cost on a fast store, so a client does not.
         """
-        return LoggedStore(self.inner, self.log, process=process, show=False)
+        return LoggedStore(self.inner, self.log, process=process, show=False, ids=self.ids)
 
     @property
     def keep_last(self) -> int:
@@ -448,32 +470,58 @@ class LoggedStore:
             call.set(result, shown=describe(result) if self.show else None)
         return result
 
+    def store_user(self, user_id: Any) -> Any:
+        """The id the store gets for the test's ``user_id``."""
+        return user_id if self.ids is None else self.ids.user(user_id)
+
+    def _back(self, result: EntryLike) -> EntryLike:
+        """An entry with the test's own ids (``fresh.Namespace``)."""
+        return result if self.ids is None or result is None else self.ids.entry(result)
+
+    def _back_all(self, found: list[EntryLike]) -> list[EntryLike]:
+        return found if self.ids is None else self.ids.entries(found)
+
     async def append_message(self, user_id: Any, role: Any, content: Any,
                              *, message_id: Any = None) -> EntryLike:
-        return await self._call("append", user_id, (role, content, message_id),
-                                self.inner.append_message(user_id, role, content,
-                                                          message_id=message_id))
+        user_id = self.store_user(user_id)
+        if self.ids is not None:
+            message_id = self.ids.message(message_id)
+            self.ids.wrote(user_id)
+        return self._back(await self._call("append", user_id, (role, content, message_id),
+                                           self.inner.append_message(user_id, role, content,
+                                                                     message_id=message_id)))
 
     async def get_history(self, user_id: Any, limit: Any = 10) -> list[EntryLike]:
-        return list(await self._call("read", user_id, limit,
-                                     self.inner.get_history(user_id, limit)))
+        user_id = self.store_user(user_id)
+        return self._back_all(list(await self._call("read", user_id, limit,
+                                                    self.inner.get_history(user_id, limit))))
 
     async def search(self, user_id: Any, query: Any, k: Any = 5) -> list[EntryLike]:
-        return list(await self._call("search", user_id, (query, k),
-                                     self.inner.search(user_id, query, k)))
+        user_id = self.store_user(user_id)
+        return self._back_all(list(await self._call("search", user_id, (query, k),
+                                                    self.inner.search(user_id, query, k))))
 
     async def compact(self, user_id: Any) -> EntryLike | None:
+        user_id = self.store_user(user_id)
         result: EntryLike | None = await self._call("compact", user_id, None,
                                                     self.inner.compact(user_id))
-        return result
+        return None if result is None else self._back(result)
 
     async def forget(self, user_id: Any) -> None:
+        user_id = self.store_user(user_id)
         await self._call("forget", user_id, None, self.inner.forget(user_id))
 
     async def consistent_state(self, user_id: Any) -> ConsistencyReport:
+        user_id = self.store_user(user_id)
         report: ConsistencyReport = await self._call(
             "consistent", user_id, None, self.inner.consistent_state(user_id))
         return report
+
+    async def clean_up(self) -> None:
+        """Forget what this store's tests wrote (``fresh.Namespace.clean``): best effort,
+        unrecorded, never a finding; only where the profile has ``forget`` (or ``clear``)."""
+        if self.ids is not None and self.can("forget"):
+            await self.ids.clean(self.inner, CLEAN_UP_SECONDS)
 
     async def recover(self) -> None:
         """``recover()``, if the profile has one; a store without it restores on its own."""
@@ -539,11 +587,28 @@ async def opened(factory: StoreFactory, *, raw: bool = False) -> AsyncIterator[A
         log.complete(closing, "ok")
 
 
+CLEAN_UP_SECONDS = 10.0
+"""How long the suite spends, per store it opened, forgetting what the test wrote."""
+
+
 @asynccontextmanager
 async def recorded(factory: StoreFactory) -> AsyncIterator[LoggedStore]:
-    """``async with recorded(store) as s``: a fresh store whose every call is recorded."""
+    """``async with recorded(store) as s``: a fresh store whose every call is recorded.
+
+    Its ids are fresh (``fresh.Namespace``: new to this store of this test of this run),
+    and what the test wrote is forgotten when the block ends, unless the test was
+    cancelled (its timeout: the store may not answer).
+    """
     async with opened(factory) as store:
-        yield LoggedStore(store)
+        s = LoggedStore(store, ids=Namespace.new())
+        try:
+            yield s
+        except (asyncio.CancelledError, GeneratorExit):
+            raise
+        except BaseException:
+            await s.clean_up()
+            raise
+        await s.clean_up()
 
 
 async def wait_until(probe: Callable[[], Awaitable[T]], done: Callable[[T], bool], *,

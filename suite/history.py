@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
@@ -365,6 +365,17 @@ class History:
         self.ops: list[Op] = list(ops)
         self.raised: dict[int, BaseException] = {}
         self._running: dict[int, Op] = {}  # process -> its invoke in flight
+        self.rename: Callable[[Any], Any] | None = None
+        """The test's user id to the one the store received (``fresh.Namespace.user``):
+        the ops hold the store's ids, a test names its own in ``note`` and ``format``."""
+
+    def _renamed(self, user: object) -> object:
+        rename = self.rename
+        if rename is None or user is None:
+            return user
+        if isinstance(user, frozenset):
+            return frozenset(rename(u) for u in user)
+        return rename(user)
 
     def __len__(self) -> int:
         return len(self.ops)
@@ -391,7 +402,7 @@ class History:
 
     def note(self, text: str, user: object = None) -> Op:
         """A line that is not a store call (a cancel, a failpoint armed ...)."""
-        return self._add(Op(len(self.ops), NOTE_PROCESS, "info", "note", user, text,
+        return self._add(Op(len(self.ops), NOTE_PROCESS, "info", "note", self._renamed(user), text,
                             time.monotonic_ns()))
 
     def idle_process(self) -> int:
@@ -439,6 +450,7 @@ class History:
 
     def last_call(self, user: object = None) -> Op | None:
         """The invoke of the latest call (for ``user``, see ``format``), notes aside."""
+        user = self._renamed(user)
         for op in reversed(self.ops):
             if op.type == "invoke" and (user is None or _about(op, user)):
                 return op
@@ -450,6 +462,7 @@ class History:
         With ``user``, only the calls for that user (or a ``frozenset`` of users:
         a leak's story needs both), those about no user, and notes.
         """
+        user = self._renamed(user)
         ends = {c.lo: c for c in pair(self.ops)}
         lines: list[tuple[int, str]] = []
         hidden = 0

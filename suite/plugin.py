@@ -261,6 +261,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         if data:
             config.stash[_run.SESSION_PROFILE] = Resolved.from_json(data)
         return
+    _check_interface(config)  # the wrong object for its option: a usage error, before any test
     factory = _factory(config)
     if factory is None:
         if config.getoption("nomnesia_adapter", None) and not _run.settings.profile:
@@ -280,6 +281,29 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 _PROFILE_UNKNOWN = pytest.StashKey[str]()
+
+
+def _check_interface(config: pytest.Config) -> None:
+    """An interface option's factory must make an object with every method the option maps;
+    else the run stops with one sentence (``interfaces.mismatch``), never a G12 per test."""
+    target = _target(config)
+    if target is None or target[0] in ("--store", "--adapter"):
+        return
+    from . import _run
+    from .interfaces import by_option, check
+    from .interfaces._base import InterfaceMismatch
+
+    option, value = target
+    interface = by_option(option)
+    sync = interface.module == "langchain" and config.getoption("nomnesia_langchain_sync", False)
+    made = resolve_factory(value, config.invocation_params.dir, option)
+    try:
+        _run.run_async(check(interface, made, value, **({"sync": True} if sync else {})),
+                       what="checking the factory's object against its option")
+    except InterfaceMismatch as exc:
+        raise pytest.UsageError(f"nomnesia: {exc}") from None
+    except Exception:  # pragma: no cover - the factory itself failed: the tests say so (G12)
+        return
 
 
 def _factory(config: pytest.Config) -> Callable[..., Any] | None:

@@ -24,15 +24,23 @@ faults what a store reached on its own (SPEC.md, "Faults").
 from __future__ import annotations
 
 import contextlib
-import secrets
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
 
-from ._run import GuaranteeViolation, StoreFactory, StoreTests, opened, settings, suite_test
+from ._run import (
+    GuaranteeViolation,
+    LoggedStore,
+    StoreFactory,
+    StoreTests,
+    opened,
+    settings,
+    suite_test,
+)
 from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11
 from .faults import Faults, active_during
+from .fresh import Namespace
 from .profiles import NOT_APPLICABLE
 from .workload import DEFAULT_USERS, Mix, Outcome, Workload, resolve_seed, run
 
@@ -87,7 +95,7 @@ class TestPartialFailures(StoreTests):
                         "suite could fault (docs/faults.md); it would judge "
                         + " ".join(g.name for g in _JUDGED))
         seed = resolve_seed(settings.seed)
-        token = secrets.token_hex(3)  # fresh users: nothing earlier tests wrote is read here
+        token = Namespace.new().user("probe")  # a user no test wrote: the first read
         failures: list[tuple[str, Outcome, Faults]] = []
         reached: list[str] = []
         engines: list[str] = []
@@ -99,7 +107,7 @@ class TestPartialFailures(StoreTests):
                 async with opened(store) as opened_store:
                     engines = await _engines_of(scope, opened_store, token)
                     failures, reached = await _fault_each(
-                        session, scope, opened_store, engines, seed, token, before)
+                        session, scope, opened_store, engines, seed, before)
                     ran = True
             except Exception as exc:
                 if not ran:
@@ -123,7 +131,7 @@ async def _engines_of(scope: Any, store: Any, token: str) -> list[str]:
     """The engines the store asked for, after one read: a store that makes its clients on
     first use (one library object per user) asks only then. Not applicable if none."""
     with contextlib.suppress(Exception):  # its answer is judged by the rounds that follow
-        await store.get_history(f"f{token}0:{DEFAULT_USERS[0]}", 1)
+        await store.get_history(f"{token}:{DEFAULT_USERS[0]}", 1)
     engines = sorted(scope.engines)
     if not engines:
         unproxied = "; ".join(f"{name}: {why}" for name, why in sorted(scope.unproxied.items()))
@@ -135,7 +143,7 @@ async def _engines_of(scope: Any, store: Any, token: str) -> list[str]:
 
 
 async def _fault_each(session: Any, scope: Any, store: Any, engines: list[str], seed: int,
-                      token: str, before: dict[str, int]
+                      before: dict[str, int]
                       ) -> tuple[list[tuple[str, Outcome, Faults]], list[str]]:
     """One seeded round per engine, faults on that engine only; the failing rounds, and the
     engines whose proxy the store really went through."""
@@ -147,12 +155,12 @@ async def _fault_each(session: Any, scope: Any, store: Any, engines: list[str], 
     failures: list[tuple[str, Outcome, Faults]] = []
     reached: list[str] = []
     for n, engine in enumerate(engines):
-        users = tuple(f"f{token}{n}:{user}" for user in DEFAULT_USERS)
-        workload = Workload(seed=seed * 1000 + n, ops=_OPS, processes=6, users=users,
-                            mix=_MIX)
+        workload = Workload(seed=seed * 1000 + n, ops=_OPS, processes=6, mix=_MIX)
         faults = Faults(nemesis, engine, _rng(seed, n), stall_hold=stall)
-        outcome = await run(store, workload, during=faults)
-        outcome.workload = Workload(seed=seed, ops=_OPS, users=users, mix=_MIX)
+        ids = Namespace.new()  # fresh users for each round, as every concurrency round has
+        outcome = await run(store, workload, during=faults, ids=ids)
+        await LoggedStore(store, ids=ids).clean_up()
+        outcome.workload = Workload(seed=seed, ops=_OPS, mix=_MIX)
         if scope.engines[engine].accepted > before.get(engine, 0) or _used(scope, engine):
             reached.append(engine)
         if not outcome:

@@ -72,7 +72,7 @@ async def _try_every_value(store: StoreFactory, case: Case) -> None:
     async with recorded(store) as first:
         logged: dict[str, tuple[LoggedStore, Model, str]] = {}
         for name in HUGE:  # every user set up before any huge call, so none sees its effects
-            s, m, user = LoggedStore(first.inner), Model(), f"limits-{name}"
+            s, m, user = LoggedStore(first.inner, ids=first.ids), Model(), f"limits-{name}"
             await _setup(s, m, user)
             logged[name] = (s, m, user)
         for name, value in HUGE.items():

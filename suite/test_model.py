@@ -82,6 +82,7 @@ from .contract import (
     EntryLike,
     Guarantee,
 )
+from .fresh import Namespace
 from .history import History, pair
 from .inputs import (
     ADVERSARIAL_CONTENTS,
@@ -250,7 +251,8 @@ class StoreMachine(RuleBasedStateMachine):
                               "opening a store", settings.timeout)
         except GuaranteeViolation as exc:
             raise self._violation(exc) from exc
-        self.s = LoggedStore(store, log)
+        self.s = LoggedStore(store, log, ids=Namespace.new())  # fresh ids per sequence
+        self._stack.push_async_callback(self.s.clean_up)  # runs before the store closes
 
     # ------------------------------------------------------------------ plumbing
 

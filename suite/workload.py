@@ -33,7 +33,9 @@ from ._run import LoggedStore, opened
 from .checker import Anomaly, check
 from .checker_keyed import check_keyed
 from .contract import Guarantee
+from .fresh import Namespace
 from .history import History
+from .interfaces._base import InterfaceMismatch
 from .profiles import Resolved
 
 __all__ = ["DEFAULT_USERS", "During", "Mix", "Outcome", "Workload", "for_profile", "quiesce",
@@ -183,6 +185,8 @@ class _Client:
         """Run one call (``self.store`` records it); ``fail``/``info`` are outcomes here."""
         try:
             await make()
+        except InterfaceMismatch:
+            raise  # a usage error: no call reached the store
         except (ValueError, TypeError):
             return "fail"
         except Exception:
@@ -325,17 +329,22 @@ class During(Protocol):
                        load: asyncio.Future[Any]) -> list[Anomaly]: ...
 
 
-async def run(store: Any, workload: Workload, *, during: During | None = None) -> Outcome:
+async def run(store: Any, workload: Workload, *, during: During | None = None,
+              ids: Namespace | None = None) -> Outcome:
     """Run one round against an open, empty store and judge it.
 
     Every call goes through a ``LoggedStore`` into a fresh history: the
     checker judges it, and a timeout reads it to name the calls that were in
     flight (a hung ``compact()`` among hundreds of finished calls). ``during``
-    runs beside the load (faults) and may stop it early.
+    runs beside the load (faults) and may stop it early. ``ids`` (a
+    ``LoggedStore``'s own, if given one) makes the users and message ids fresh.
     """
-    inner = store.inner if isinstance(store, LoggedStore) else store
+    if isinstance(store, LoggedStore):
+        inner, ids = store.inner, store.ids
+    else:
+        inner = store
     history = History()
-    store = LoggedStore(inner, history)
+    store = LoggedStore(inner, history, ids=ids)
     workload = replace(workload, mix=for_profile(workload.mix, store.resolved))
     slots = itertools.count()
     started = time.monotonic()
@@ -377,7 +386,9 @@ async def run_rounds(factory: StoreFactory, workload: Workload, rounds: int) -> 
     for i in range(rounds):
         this = replace(workload, seed=workload.seed * 1000 + i)
         async with opened(factory) as store:  # the store as the suite calls it
-            outcome = await run(store, this)
+            ids = Namespace.new()  # fresh users and message ids for every round
+            outcome = await run(store, this, ids=ids)
+            await LoggedStore(store, ids=ids).clean_up()
         outcome.workload = replace(this, seed=workload.seed)
         outcome.round = i
         outcomes.append(outcome)

@@ -267,6 +267,9 @@ def test_concurrent_first_calls_of_one_user_share_one_library_object() -> None:
         async def get_items(self, limit: int | None = None) -> list[Any]:
             return self.items[-limit:] if limit else list(self.items)
 
+        async def clear_session(self) -> None:  # the Session protocol's: the option maps it
+            self.items.clear()
+
     async def factory(session_id: str) -> Session:
         made.append(session_id)
         await asyncio.sleep(0.01)  # a connection being opened

@@ -219,7 +219,7 @@ def test_a_hanging_store_fails_with_g12(pytester: pytest.Pytester) -> None:
                                            "-k", ONE, *QUIET)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*G12 errors: * did not finish within 1s: in flight: "
-                                 "append_message('ann', 'user', 'hello there')*"])
+                                 "append_message('*_ann', 'user', 'hello there')*"])
 
 
 def test_a_timeout_names_a_hanging_open_or_close() -> None:

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-__all__ = ["INTERFACES", "Interface", "MissingLibrary", "by_option", "per_user", "store_factory"]
+__all__ = ["INTERFACES", "Interface", "MissingLibrary", "by_option", "check", "per_user",
+           "store_factory"]
 
 
 class MissingLibrary(ImportError):
@@ -71,7 +72,8 @@ INTERFACES: tuple[Interface, ...] = (
               "an OpenAI Agents SDK Session (called with the session id)",
               "agents:SQLiteSession", "openai_agents", "agents", "openai-agents"),
     Interface("--llama-chat-store", "nomnesia_llama_chat_store",
-              "a llama-index BaseChatStore",
+              "a llama-index BaseChatStore, or an AsyncDBChatStore (SQLAlchemyChatStore, the "
+              "store behind llama-index's Memory)",
               "llama_index.core.storage.chat_store:SimpleChatStore", "llama_index",
               "llama_index.core", "llama-index-core"),
     Interface("--adk-sessions", "nomnesia_adk_sessions",
@@ -111,3 +113,54 @@ def store_factory(interface: Interface, target: Callable[..., Any], **options: A
     made = partial(opener, target, **options)
     made.__doc__ = f"{interface.option} {getattr(target, '__qualname__', target)!s}"
     return made
+
+
+def _installed(interface: Interface) -> bool:
+    try:
+        interface.check_installed()
+    except MissingLibrary:
+        return False
+    return True
+
+
+def mismatch(interface: Interface, value: str, found: Any, lacking: list[str]) -> str:
+    """The one sentence that stops a run whose factory made the wrong object for its option:
+    what the object is, what the option expects, and which option (or profile) fits."""
+    from ._base import has, what
+
+    others = []
+    for other in INTERFACES:
+        if other is interface or not _installed(other):
+            continue
+        mapped = importlib.import_module(f"{__name__}.{other.module}").MAPPED
+        if mapped.fits(found):
+            others.append(other.option)
+    if others:
+        fit = f"use {' or '.join(others)} for it"
+    elif has(found, "append_message") and has(found, "get_history"):
+        fit = "use --store for it: it has the protocol's own methods"
+    else:
+        fit = ("no interface option takes it: --store takes a store of one of SPEC.md's "
+               "profiles (docs/suite.md, \"Profiles\")")
+    return (f"{interface.option} {value}: the factory made {what(found)}, which has no "
+            f"{', '.join(lacking)}; {interface.option} expects {interface.takes}; {fit}")
+
+
+async def check(interface: Interface, target: Callable[..., Any], value: str,
+                **options: Any) -> None:
+    """Before the first test: make one object with the factory and check that it has every
+    method the option maps; ``InterfaceMismatch`` with :func:`mismatch`'s sentence if not.
+
+    A per-user factory is called with a fresh id (``fresh.Namespace``): making the object
+    writes nothing the suite would read.
+    """
+    from ..fresh import Namespace
+    from ._base import InterfaceMismatch
+
+    opener = importlib.import_module(f"{__name__}.{interface.module}").open_store
+    try:
+        async with opener(target, **options) as store:
+            await store._object(Namespace.new().user("interface-check"))
+    except InterfaceMismatch as exc:
+        raise InterfaceMismatch(exc.found, exc.lacking,
+                                mismatch(interface, value, exc.found, exc.lacking)) from None

@@ -12,7 +12,39 @@ from typing import Any
 
 from . import per_user
 
-__all__ = ["Mapped", "contract_role", "enter", "text_of"]
+__all__ = ["InterfaceMismatch", "Mapped", "contract_role", "enter", "has", "text_of", "what"]
+
+
+class InterfaceMismatch(Exception):
+    """The object a factory made lacks a method its option maps: the wrong option for it.
+
+    A usage error, never a finding: the store was never asked anything. The suite
+    checks for it before the first test (``nomnesia.suite.interfaces.check``), and a
+    mapping raises it wherever it makes an object, so a factory that makes the right
+    object at first and another later still never reads as the store's defect (G12).
+    """
+
+    def __init__(self, found: Any, lacking: list[str], sentence: str | None = None) -> None:
+        self.found = found
+        self.lacking = lacking
+        super().__init__(sentence or f"the factory made {what(found)}, which has no "
+                                     f"{', '.join(lacking)}")
+
+
+def what(found: Any) -> str:
+    """``a SQLAlchemyChatStore (llama_index.core.storage.chat_store.sql)``."""
+    kind = type(found)
+    return f"a {kind.__qualname__} ({kind.__module__})"
+
+
+def has(found: Any, name: str) -> bool:
+    """Whether ``found`` has ``name``, without running a property (LangChain's ``messages``
+    reads the whole history)."""
+    try:
+        inspect.getattr_static(found, name)
+    except AttributeError:
+        return hasattr(found, name)  # a __getattr__ of its own
+    return True
 
 
 async def enter(stack: AsyncExitStack, made: Any) -> Any:
@@ -55,6 +87,17 @@ class Mapped:
     """The profile the mapping reaches (SPEC.md, "Profiles"); a subclass may choose per object."""
     one_per_user = False
     """One library object per user id (LangChain histories, Agents SDK sessions)."""
+    requires: tuple[str, ...] = ()
+    """The attributes of the library's object that the mapping calls."""
+
+    def missing(self, found: Any) -> list[str]:
+        """What of ``requires`` the object ``found`` lacks (nothing: the option fits)."""
+        return [name for name in self.requires if not has(found, name)]
+
+    @classmethod
+    def fits(cls, found: Any) -> bool:
+        """Whether ``found`` has every method a default instance of the mapping calls."""
+        return all(has(found, name) for name in cls.requires)
 
     def __init__(self, factory: Callable[..., Any]) -> None:
         self._factory = factory
@@ -80,8 +123,12 @@ class Mapped:
             found = self._objects.get(key)
             if found is None:
                 made = self._factory(user_id) if self._takes_id else self._factory()
-                found = self._objects[key] = await enter(self._stack, made)
+                found = await enter(self._stack, made)
                 self._close_later(found)
+                lacking = self.missing(found)
+                if lacking:
+                    raise InterfaceMismatch(found, lacking)
+                self._objects[key] = found
         return found
 
     def _close_later(self, found: Any) -> None:

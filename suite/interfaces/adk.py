@@ -37,6 +37,8 @@ SESSION = "memory"
 class AdkSessions(Mapped):
     """The suite's calls on one ADK session service: a session per user."""
 
+    requires = ("get_session", "create_session", "append_event", "delete_session")
+
     async def _session(self, service: Any, user_id: str) -> Any:
         from google.adk.errors.already_exists_error import AlreadyExistsError
 
@@ -83,3 +85,7 @@ class AdkSessions(Mapped):
 async def open_store(factory: Callable[..., Any]) -> AsyncIterator[AdkSessions]:
     async with AdkSessions(factory) as store:
         yield store
+
+
+MAPPED = AdkSessions
+"""The mapping, whose ``fits`` says whether an object suits this option."""

@@ -30,7 +30,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from ..validation import validate_limit
-from ._base import Mapped, contract_role, text_of
+from ._base import Mapped, contract_role, has, text_of
 
 __all__ = ["LangChainHistory", "open_store"]
 
@@ -57,6 +57,13 @@ class LangChainHistory(Mapped):
     def __init__(self, factory: Callable[..., Any], *, sync: bool = False) -> None:
         super().__init__(factory)
         self.sync = sync
+
+    requires = ("aadd_messages", "aget_messages", "aclear")
+
+    def missing(self, found: Any) -> list[str]:
+        if self.sync:
+            return [n for n in ("add_messages", "messages", "clear") if not has(found, n)]
+        return super().missing(found)
 
     async def append_message(self, user_id: str, role: str, content: str) -> None:
         message = _message(contract_role(role), content)
@@ -86,3 +93,7 @@ async def open_store(factory: Callable[..., Any], *, sync: bool = False
                      ) -> AsyncIterator[LangChainHistory]:
     async with LangChainHistory(factory, sync=sync) as store:
         yield store
+
+
+MAPPED = LangChainHistory
+"""The mapping, whose ``fits`` says whether an object suits this option."""

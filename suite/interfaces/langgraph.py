@@ -53,6 +53,8 @@ def _entry(item: Any) -> dict[str, str]:
 class LangGraphStore(Mapped):
     """The suite's calls on one LangGraph store: a namespace per user."""
 
+    requires = ("aput", "asearch", "adelete")
+
     async def __aenter__(self) -> Any:
         store = await self._object()  # made now: whether it has an index decides the profile
         self.nomnesia_profile = "memory" if getattr(store, "index_config", None) else "history"
@@ -93,3 +95,7 @@ class LangGraphStore(Mapped):
 async def open_store(factory: Callable[..., Any]) -> AsyncIterator[LangGraphStore]:
     async with LangGraphStore(factory) as store:
         yield store
+
+
+MAPPED = LangGraphStore
+"""The mapping, whose ``fits`` says whether an object suits this option."""

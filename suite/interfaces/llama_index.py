@@ -1,53 +1,112 @@
-"""llama-index's ``BaseChatStore`` as a store of the ``history`` profile.
+"""llama-index's chat stores as stores of the ``history`` profile: ``BaseChatStore``, and
+``AsyncDBChatStore`` (``SQLAlchemyChatStore``, the store behind llama-index's ``Memory``),
+told apart by their methods.
 
-What maps to what:
+What maps to what, for both:
 
-- one chat store for every user (``SimpleChatStore()``, ``RedisChatStore(...)``),
-  a user's chat at the key that is the user id;
-- ``append_message(u, role, content)`` is ``async_add_message(u, ChatMessage(role,
-  content))``, the role one of llama-index's ``MessageRole`` values (``user``,
-  ``assistant``, ``system`` and ``tool`` are all among them);
-- ``get_history(u, limit)`` is ``aget_messages(u)``, the whole chat, of which
-  the newest ``limit`` are returned, each with its role's value;
+- one chat store for every user (``SimpleChatStore()``, ``RedisChatStore(...)``,
+  ``SQLAlchemyChatStore(table_name=..., async_database_uri=...)``), a user's chat at the
+  key that is the user id;
+- a message is ``ChatMessage(role, content)``, the role one of llama-index's
+  ``MessageRole`` values (``user``, ``assistant``, ``system`` and ``tool`` are all among
+  them), read back as its role's value.
+
+A ``BaseChatStore`` (it has ``async_add_message``):
+
+- ``append_message(u, role, content)`` is ``async_add_message(u, message)``;
+- ``get_history(u, limit)`` is ``aget_messages(u)``, the whole chat, of which the newest
+  ``limit`` are returned;
 - ``forget(u)`` is ``adelete_messages(u)``.
 
-What it cannot see: message ids, search (a ``VectorStoreIndex`` beside it is the
-team's own code, audited in ``nomnesia.adapters.ecosystem``), and compaction
-(``Memory``'s flush to long-term memory is a layer above the chat store).
+An ``AsyncDBChatStore`` (no ``async_add_message``; coroutine ``add_message``,
+``get_messages``, ``delete_messages``):
+
+- ``append_message(u, role, content)`` is ``add_message(u, message)``, status active;
+- ``get_history(u, limit)`` is ``get_messages(u)``, the active messages, oldest first, of
+  which the newest ``limit`` are returned (its own ``limit`` counts from the oldest);
+- ``forget(u)`` is ``delete_messages(u)`` with no status: active and archived alike, as
+  SPEC's forget keeps nothing.
+
+``set_messages`` (a replace of the whole chat) has no counterpart in the ``history``
+profile, whose writes are appends: the suite does not call it.
+
+What it cannot see: message ids, search (a ``VectorStoreIndex`` beside it is the team's
+own code, audited in ``nomnesia.adapters.ecosystem``), and compaction (``Memory``'s flush
+to long-term memory, which archives the oldest messages, is a layer above the chat store).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from ..validation import validate_limit
-from ._base import Mapped, contract_role, text_of
+from ._base import Mapped, contract_role, has, text_of
 
-__all__ = ["LlamaChatStore", "open_store"]
+__all__ = ["DB_REQUIRES", "LlamaChatStore", "open_store"]
+
+DB_REQUIRES = ("add_message", "get_messages", "delete_messages")
+"""What the mapping calls on an ``AsyncDBChatStore``: all coroutine functions."""
+
+
+def is_db_store(found: Any) -> bool:
+    """An ``AsyncDBChatStore``: no ``async_add_message``, and its ``add_message`` a
+    coroutine function (a ``BaseChatStore``'s is sync)."""
+    return (not has(found, "async_add_message")
+            and all(has(found, name) for name in DB_REQUIRES)
+            and inspect.iscoroutinefunction(getattr(found, "add_message", None)))
 
 
 class LlamaChatStore(Mapped):
     """The suite's calls on one llama-index chat store, keyed by user id."""
 
+    requires = ("async_add_message", "aget_messages", "adelete_messages")
+    db = False
+    """The object is an ``AsyncDBChatStore`` (read from it when it is made)."""
+
+    def missing(self, found: Any) -> list[str]:
+        self.db = is_db_store(found)
+        return [] if self.db else super().missing(found)
+
+    @classmethod
+    def fits(cls, found: Any) -> bool:
+        return is_db_store(found) or super().fits(found)
+
     async def append_message(self, user_id: str, role: str, content: str) -> None:
         from llama_index.core.llms import ChatMessage, MessageRole
 
         message = ChatMessage(role=MessageRole(contract_role(role)), content=content)
-        await (await self._object()).async_add_message(user_id, message)
+        store = await self._object()
+        if self.db:
+            await store.add_message(user_id, message)
+        else:
+            await store.async_add_message(user_id, message)
 
     async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
-        limit = validate_limit("limit", limit)  # the library takes none: the slice is ours
-        messages = await (await self._object()).aget_messages(user_id)
+        limit = validate_limit("limit", limit)  # the newest `limit`: the slice is ours
+        store = await self._object()
+        if self.db:
+            messages = await store.get_messages(user_id)
+        else:
+            messages = await store.aget_messages(user_id)
         return [{"role": str(getattr(m.role, "value", m.role)), "content": text_of(m.content)}
                 for m in messages[-limit:]]
 
     async def forget(self, user_id: str) -> None:
-        await (await self._object()).adelete_messages(user_id)
+        store = await self._object()
+        if self.db:
+            await store.delete_messages(user_id)  # no status: archived messages too
+        else:
+            await store.adelete_messages(user_id)
 
 
 @asynccontextmanager
 async def open_store(factory: Callable[..., Any]) -> AsyncIterator[LlamaChatStore]:
     async with LlamaChatStore(factory) as store:
         yield store
+
+
+MAPPED = LlamaChatStore
+"""The mapping, whose ``fits`` says whether an object suits this option."""

@@ -47,6 +47,7 @@ class AgentsSession(Mapped):
     """The suite's calls on Agents SDK sessions, one per user id."""
 
     one_per_user = True
+    requires = ("add_items", "get_items", "clear_session")
 
     async def append_message(self, user_id: str, role: str, content: str) -> None:
         item = _item(contract_role(role), content)
@@ -64,3 +65,7 @@ class AgentsSession(Mapped):
 async def open_store(factory: Callable[..., Any]) -> AsyncIterator[AgentsSession]:
     async with AgentsSession(factory) as store:
         yield store
+
+
+MAPPED = AgentsSession
+"""The mapping, whose ``fits`` says whether an object suits this option."""

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..contract import Guarantee
+from ..fresh import scrub
 from .labels import GUARANTEE_KEYS, failed_guarantees, guarantee_key
 
 __all__ = ["CAUSE_WIDTH", "cause", "cause_key", "group_causes", "guarantee_of_text", "normalise",
@@ -37,6 +38,7 @@ CAUSE_WIDTH = 140
 def normalise(text: str) -> str:
     """A message's first line with the values blanked: what stays the same across inputs."""
     line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
+    line = scrub(line)  # a fresh id's token (fresh.Namespace), if a store's message quotes it
     line = _HINT.sub("", line)
     line = _QUOTED.sub("…", line)
     for _ in range(3):  # nested brackets, innermost first

@@ -1,0 +1,122 @@
+"""An interface mismatch is a usage error, never a finding (issue 33).
+
+A factory whose object lacks a method its option maps stops the run before any test, with
+one sentence: what the object is, what the option expects, and which option fits. Before,
+``--llama-chat-store`` with llama-index's ``SQLAlchemyChatStore`` read as 15 failures "G12",
+whose cause was ``AttributeError: ... no attribute 'async_add_message'``.
+
+Mutant check: without the call to ``_check_interface`` in ``plugin.pytest_sessionstart``,
+``test_the_wrong_object_stops_the_run_naming_the_option_that_fits`` fails for every option
+(the run starts, and its tests fail instead).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import itertools
+from typing import Any
+
+import pytest
+
+from nomnesia.suite.interfaces import INTERFACES
+
+pytest_plugins = ("pytester",)
+
+# Imported once here, before pytester snapshots sys.modules: numpy (under llama-index)
+# cannot be imported twice in one process, and an in-process run would import it anew.
+for _library in ("numpy", "llama_index.core", "langgraph.store.memory", "agents",
+                 "google.adk.sessions", "langchain_core.chat_history"):
+    with contextlib.suppress(ImportError):
+        importlib.import_module(_library)
+
+SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly")
+
+
+class Nothing:
+    """An object with none of any interface's methods."""
+
+
+def nothing(*_: Any) -> Nothing:
+    return Nothing()
+
+
+def langchain_history(*_: Any) -> Any:
+    from langchain_core.chat_history import InMemoryChatMessageHistory
+
+    return InMemoryChatMessageHistory()
+
+
+def langgraph_store() -> Any:
+    from langgraph.store.memory import InMemoryStore
+
+    return InMemoryStore()
+
+
+def openai_session(session_id: str) -> Any:
+    from agents import SQLiteSession
+
+    return SQLiteSession(session_id)
+
+
+def llama_chat_store() -> Any:
+    from llama_index.core.storage.chat_store import SimpleChatStore
+
+    return SimpleChatStore()
+
+
+def adk_sessions() -> Any:
+    from google.adk.sessions import InMemorySessionService
+
+    return InMemorySessionService()
+
+
+OBJECTS = {"--langchain-history": "langchain_history", "--langgraph-store": "langgraph_store",
+           "--openai-session": "openai_session", "--llama-chat-store": "llama_chat_store",
+           "--adk-sessions": "adk_sessions"}
+OPTIONS = [i.option for i in INTERFACES]
+assert set(OBJECTS) <= set(OPTIONS)
+
+_CALLS = itertools.count()
+
+
+def right_then_wrong(session_id: str) -> Any:
+    """The right object for the probe, then objects without the option's methods."""
+    return openai_session(session_id) if next(_CALLS) == 0 else Nothing()
+
+
+@pytest.fixture(autouse=True)
+def _quiet_ini(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+
+
+@pytest.mark.parametrize("option", OPTIONS)
+def test_the_wrong_object_stops_the_run_naming_the_option_that_fits(
+        pytester: pytest.Pytester, option: str) -> None:
+    interface = next(i for i in INTERFACES if i.option == option)
+    pytest.importorskip(interface.needs)
+    other = OPTIONS[(OPTIONS.index(option) + 1) % len(OPTIONS)]  # another interface's object
+    result = pytester.runpytest(*SUITE, option, f"{__name__}:{OBJECTS[other]}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()[-2000:]
+    err = result.stderr.str()
+    assert f"nomnesia: {option} {__name__}:{OBJECTS[other]}: the factory made a " in err, err
+    assert f"{option} expects {interface.takes}; use {other} for it" in err, err
+    assert "G12" not in result.stdout.str() + err
+
+    result = pytester.runpytest(*SUITE, option, f"{__name__}:nothing")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert f"the factory made a Nothing ({__name__}), which has no " in err, err
+    assert "no interface option takes it: --store takes a store of one of SPEC.md" in err, err
+
+
+def test_a_later_wrong_object_is_never_a_finding(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("agents")
+    reprec = pytester.inline_run(*SUITE, "--openai-session", f"{__name__}:right_then_wrong",
+                                 "-k", "test_contract")
+    failed = [r for r in reprec.getreports("pytest_runtest_logreport") if r.failed]
+    assert failed, "the later objects lack every method: the tests cannot pass"
+    for report in failed:
+        text = report.longreprtext
+        assert "InterfaceMismatch" in text and "which has no add_items" in text, text[-800:]
+        assert not text.lstrip().startswith(("G12", "Inputs", "G1 ")), text[:300]
