@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import inspect
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
+
+from ._base import per_user
 
 __all__ = ["INTERFACES", "Interface", "MissingLibrary", "by_option", "check", "per_user",
            "store_factory"]
@@ -87,20 +88,6 @@ def by_option(option: str) -> Interface:
         if interface.option == option:
             return interface
     raise KeyError(option)
-
-
-def per_user(factory: Callable[..., Any]) -> bool:
-    """Whether ``factory`` takes the session (user) id: one positional parameter or more.
-
-    ``InMemoryChatMessageHistory`` takes none (one object per user is made all the
-    same); ``SQLiteSession(session_id, ...)`` and a team's ``def history(session_id)``
-    take it.
-    """
-    try:
-        params = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
 
 
 def store_factory(interface: Interface, target: Callable[..., Any], **options: Any

@@ -10,9 +10,23 @@ from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any
 
-from . import per_user
+__all__ = ["InterfaceMismatch", "Mapped", "contract_role", "enter", "has", "per_user", "text_of",
+           "what"]
 
-__all__ = ["InterfaceMismatch", "Mapped", "contract_role", "enter", "has", "text_of", "what"]
+
+def per_user(factory: Callable[..., Any]) -> bool:
+    """Whether ``factory`` takes the session (user) id: one positional parameter or more.
+
+    ``InMemoryChatMessageHistory`` takes none (one object per user is made all the
+    same); ``SQLiteSession(session_id, ...)`` and a team's ``def history(session_id)``
+    take it.
+    """
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+
 
 
 class InterfaceMismatch(Exception):
