@@ -53,8 +53,8 @@ def test_a_store_that_retries_after_a_lost_reply_is_caught_under_g2(
     _, failures = _run(pytester, "retrying")
     assert len(failures) == 1, failures
     (text,) = failures.values()
-    assert text.startswith("G2 exactly once: "), text[:400]
-    assert "twice" in text
+    # The duplicate is G2; reads around it may also break G3 or G5 first in the history.
+    assert re.search(r"^G2 exactly once: .* twice", text, re.MULTILINE), text[:2000]
     assert re.search(r"faults (active during these calls|of this round): .*on redis", text), \
         text[:2000]
     assert "--nomnesia-seed 20261207" in text
