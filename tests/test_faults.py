@@ -208,3 +208,21 @@ def test_a_built_in_stack_through_store_passes_the_partial_failures(
     assert not failures, "\n\n".join(failures.values())
     assert [r.nodeid.rsplit("::", 1)[-1] for r in passed] == [
         "test_partial_failures_on_each_engine"], "the faults test must run, not skip"
+
+
+def test_fault_url_goes_through_the_proxy_while_faults_are_armed() -> None:
+    """A store on its own deployment: its URL is proxied inside the faulted scope only, and
+    recorded as an engine the suite may put wire faults on (never pause: not its process)."""
+    url = "redis://:secret@127.0.0.1:6390/2"
+    with engines.engine_session("external") as session:
+        with session.faulted() as scope:
+            proxied = engines.fault_url(url, "my-redis")
+            assert proxied != url and proxied.startswith("redis://:secret@127.0.0.1:")
+            assert proxied.endswith("/2")
+            assert list(scope.engines) == ["my-redis"] and not scope.provided
+            with pytest.raises(ValueError, match="already forwards to 127.0.0.1:6390"):
+                scope.proxied.proxy_url(
+                    "my-redis", "redis://127.0.0.1:6391/0")
+            multi = engines.fault_url("redis+sentinel://h1:1,h2:2/x", "sentinel")
+            assert multi == "redis+sentinel://h1:1,h2:2/x" and "sentinel" in scope.unproxied
+        assert engines.fault_url(url, "my-redis") == url
