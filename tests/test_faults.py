@@ -220,7 +220,7 @@ def test_fault_url_goes_through_the_proxy_while_faults_are_armed() -> None:
             assert proxied != url and proxied.startswith("redis://:secret@127.0.0.1:")
             assert proxied.endswith("/2")
             assert list(scope.engines) == ["my-redis"] and not scope.provided
-            with pytest.raises(ValueError, match="already forwards to 127.0.0.1:6390"):
+            with pytest.raises(ValueError, match=r"already forwards to 127\.0\.0\.1:6390"):
                 scope.proxied.proxy_url(
                     "my-redis", "redis://127.0.0.1:6391/0")
             multi = engines.fault_url("redis+sentinel://h1:1,h2:2/x", "sentinel")
