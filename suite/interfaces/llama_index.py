@@ -18,12 +18,13 @@ team's own code, audited in ``nomnesia.adapters.ecosystem``), and compaction
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from ..validation import validate_limit
 from ._base import Mapped, contract_role, text_of
+from ._poison import PoisonedCall, Unserializable, describe_batch
 
 __all__ = ["LlamaChatStore", "open_store"]
 
@@ -45,6 +46,26 @@ class LlamaChatStore(Mapped):
 
     async def forget(self, user_id: str) -> None:
         await (await self._object()).adelete_messages(user_id)
+
+    async def poisoned_batch(self, user_id: str, batch: Sequence[tuple[str, str]],
+                             poisoned: int) -> PoisonedCall:
+        """``aset_messages(u, chat + batch)``: the replace method, given the chat it holds
+        followed by ``batch``, message ``poisoned``'s ``additional_kwargs`` holding an
+        object no serializer knows. A replace that deletes first and then fails to write
+        loses the chat: the call must refuse the whole list before it deletes anything."""
+        from llama_index.core.llms import ChatMessage, MessageRole
+
+        messages = [ChatMessage(role=MessageRole(contract_role(role)), content=content)
+                    for role, content in batch]
+        messages[poisoned].additional_kwargs["nomnesia_poison"] = Unserializable()
+        chat_store = await self._object()
+        kept = list(await chat_store.aget_messages(user_id))
+
+        async def run() -> object:
+            return await chat_store.aset_messages(user_id, kept + messages)
+
+        where = describe_batch(len(messages), poisoned, "additional_kwargs", kept=len(kept))
+        return PoisonedCall(f"{type(chat_store).__name__}.aset_messages(key, [{where}])", run)
 
 
 @asynccontextmanager
