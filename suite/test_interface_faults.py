@@ -55,7 +55,7 @@ from ._run import (
 from .contract import G1, G10, Guarantee
 from .history import short_repr
 from .profiles import NOT_APPLICABLE
-from .view import view_of
+from .view import KeyedView, view_of
 
 __all__ = ["TestInterfaceFaults"]
 
@@ -79,9 +79,15 @@ def _pairs(items: object) -> list[Pair]:
 
 
 def _shown(pairs: Sequence[Pair]) -> str:
-    return f"({len(pairs)}) [" + ", ".join(f"{role}: {short_repr(content, 28)}"
+    return f"({len(pairs)}) [" + ", ".join(f"{role}: {short_repr(content, 48)}"
                                            for role, content in pairs[-8:]) \
         + (f", ... {len(pairs) - 8} older not shown" if len(pairs) > 8 else "") + "]"
+
+
+def _said(exc: BaseException, width: int = 200) -> str:
+    """``TypeError: Object of type ... is not JSON serializable``, one line, cut to width."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: " + (text if len(text) <= width else text[:width] + "...")
 
 
 def _not_applicable(store: object) -> str:
@@ -152,20 +158,22 @@ class TestInterfaceFaults(StoreTests):
             prepare = getattr(raw, "poisoned_batch", None)
             if not callable(prepare):
                 pytest.skip(_not_applicable(raw))
-            s = LoggedStore(view_of(raw, resolved_of(raw)))
+            view = view_of(raw, resolved_of(raw))
+            s = LoggedStore(view)
             for i, role in enumerate(("user", "assistant", "user")):
                 await s.append_message(user, role, f"{token} before {i}")
             before = _pairs(await raw.get_history(user, _LIMIT))
             batch = [(("user", "assistant")[i % 2], f"{token} batch {i}"
                       + (" (the poisoned one)" if i == _POISONED else ""))
                      for i in range(_BATCH)]
+            if isinstance(view, KeyedView):
+                view.wrote(content for _, content in batch)
             call = await prepare(user, batch, _POISONED)
             s.log.note(f"{call.call}: ...", user)
             kind, value = await _bounded(call.run())
             outcome = {"ok": "returned", "hung": f"did not answer within "
                        f"{settings.op_timeout:g}s",
-                       "raised": f"raised {type(value).__name__}: {short_repr(str(value), 160)}"
-                       }[kind]
+                       "raised": f"raised {_said(value)}"}[kind]
             s.log.note(f"... {outcome}", user)
             await s.recover()
             read_kind, read = await _bounded(raw.get_history(user, _LIMIT))
@@ -176,7 +184,7 @@ class TestInterfaceFaults(StoreTests):
             if read_kind != "ok":
                 problems.append((G10, f"after {call.call} {outcome}, get_history of that user "
                                       + ("did not answer" if read_kind == "hung" else
-                                         f"raised {type(read).__name__}: {read}")))
+                                         f"raised {_said(read)}")))
             else:
                 problems += _judge_effect(call.call, kind, outcome, before, batch,
                                           _pairs(read))
@@ -229,6 +237,6 @@ def _answers(what: str, kind: str, value: Any) -> list[tuple[Guarantee, str]]:
         why = (f"did not answer within {settings.op_timeout:g}s (a lock or transaction the "
                "failed call left open?)")
     else:
-        why = f"raised {type(value).__name__}: {short_repr(str(value), 200)}"
+        why = f"raised {_said(value)}"
     return [(G10, f"after the poisoned call, {what}: {why} (a failed call never wedges "
                   "the store)")]
