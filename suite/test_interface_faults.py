@@ -198,9 +198,16 @@ class TestInterfaceFaults(StoreTests):
                                           _pairs(read))
             live = (("the same user", s, user, f"{token} after, same user"),
                     ("another user", s, other, f"{token} after, another user"))
+            hung = kind == "hung" or read_kind == "hung"
             for what, target, who, content in live:
-                problems += _answers(f"an append and a read for {what} on the same store",
-                                     *await _bounded(_writes_and_reads(target, who, content)))
+                if hung:  # one wait on a wedged store is proof enough, and each costs the bound
+                    s.log.note(f"not tried: an append and a read for {what} (the store "
+                               "already did not answer)", user)
+                    continue
+                found = _answers(f"an append and a read for {what} on the same store",
+                                 *await _bounded(_writes_and_reads(target, who, content)))
+                hung = any("did not answer" in text for _, text in found)
+                problems += found
 
             thread = ("a second store from the same factory, on another thread and event "
                       "loop, appending and reading the same user and a new one")

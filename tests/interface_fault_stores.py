@@ -13,6 +13,8 @@ on another thread sees what the first wrote:
 - :class:`WedgingHistory` takes its "database" lock, serializes, stores, and releases,
   with no ``finally``: the failed batch keeps the lock, and every later write waits for
   it for a second and raises "database is locked" (G10, never wedges).
+- :class:`HangingHistory`: the same, but a later write waits five seconds, past the
+  run's ``--nomnesia-op-timeout``: a store that does not answer (G10).
 """
 
 from __future__ import annotations
@@ -73,6 +75,17 @@ class WedgingHistory(_JsonHistory):
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         if not self.lock.acquire(timeout=1.0):
+            raise RuntimeError("database is locked")
+        rows = [json.dumps(message_to_dict(message)) for message in messages]
+        self._table().extend(rows)
+        self.lock.release()
+
+
+class HangingHistory(_JsonHistory):
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        if not self.lock.acquire(timeout=5.0):
             raise RuntimeError("database is locked")
         rows = [json.dumps(message_to_dict(message)) for message in messages]
         self._table().extend(rows)

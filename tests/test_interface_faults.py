@@ -86,3 +86,16 @@ def test_a_store_with_no_batch_method_is_not_applicable(pytester: pytest.Pyteste
     assert (passed, failures) == (0, [])
     assert len(reasons) == 1 and reasons[0].startswith("not applicable: InMemoryStore maps no "
                                                        "library method"), reasons
+
+
+def test_a_store_that_no_longer_answers_is_caught_under_g10_once_per_store(
+        pytester: pytest.Pytester) -> None:
+    """Past the op timeout it is a wedge; the same store is not waited on a second time."""
+    _, _, failures = _run(pytester, *_history("HangingHistory"), "--nomnesia-op-timeout", "1")
+    assert len(failures) == 1, failures
+    text = failures[0]
+    assert text.startswith("G10 interruption: after the poisoned call, an append and a read "
+                           "for the same user on the same store: did not answer within 1s"), \
+        text[:600]
+    assert "not tried: an append and a read for another user" in text
+    assert "a second store from the same factory" in text  # another process's view: tried
