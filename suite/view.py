@@ -26,7 +26,7 @@ It adds no lock, retry or id of its own: whatever the store does, the suite sees
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .contract import SUMMARY_ROLE, ConsistencyReport, Difference, Entry
@@ -106,6 +106,11 @@ class KeyedView:
         # not made to crash here.
         key = content_key(content if isinstance(content, str) else repr(content))
         return Entry(key, user_id, -1, role, content)
+
+    def wrote(self, contents: Iterable[str]) -> None:
+        """Contents the suite wrote around the view (a library's own batch method, as the
+        interface-fault test does): read back, they are its messages, not summaries."""
+        self._written.update(contents)
 
     async def get_history(self, user_id: str, limit: int = 10) -> list[Entry]:
         return self._entries(await self.inner.get_history(user_id, limit), user_id)

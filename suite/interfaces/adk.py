@@ -80,6 +80,9 @@ class AdkSessions(Mapped):
         if await service.get_session(app_name=APP, user_id=user_id, session_id=SESSION):
             await service.delete_session(app_name=APP, user_id=user_id, session_id=SESSION)
 
+    no_batch = ("BaseSessionService.append_event takes one event, and the service has no "
+                "method that replaces a session's events")
+    """Why no poisoned batch reaches ADK (SPEC.md, "Faults": only a batch or a replace)."""
 
 @asynccontextmanager
 async def open_store(factory: Callable[..., Any]) -> AsyncIterator[AdkSessions]:

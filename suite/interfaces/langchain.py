@@ -25,12 +25,13 @@ have: those guarantees are not applicable.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from ..validation import validate_limit
 from ._base import Mapped, contract_role, has, text_of
+from ._poison import PoisonedCall, Unserializable, describe_batch
 
 __all__ = ["LangChainHistory", "open_store"]
 
@@ -86,6 +87,24 @@ class LangChainHistory(Mapped):
             history.clear()
         else:
             await history.aclear()
+
+    async def poisoned_batch(self, user_id: str, batch: Sequence[tuple[str, str]],
+                             poisoned: int) -> PoisonedCall:
+        """``aadd_messages`` (``add_messages`` with ``sync``) of ``batch``, message
+        ``poisoned``'s ``additional_kwargs`` holding an object no serializer knows: what a
+        history that stores messages as JSON (``message_to_dict``) must refuse whole."""
+        messages = [_message(contract_role(role), content) for role, content in batch]
+        messages[poisoned].additional_kwargs["nomnesia_poison"] = Unserializable()
+        history = await self._object(user_id)
+        method = "add_messages" if self.sync else "aadd_messages"
+
+        async def run() -> object:
+            if self.sync:
+                return history.add_messages(messages)
+            return await history.aadd_messages(messages)
+
+        where = describe_batch(len(messages), poisoned, "additional_kwargs")
+        return PoisonedCall(f"{type(history).__name__}.{method}([{where}])", run)
 
 
 @asynccontextmanager

@@ -28,12 +28,13 @@ What it cannot see: compaction (LangMem's summaries are a layer above),
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from ..validation import validate_limit, validate_message_id
 from ._base import Mapped, contract_role
+from ._poison import PoisonedCall, Unserializable, describe_batch
 
 __all__ = ["PAGE", "LangGraphStore", "open_store"]
 
@@ -89,6 +90,25 @@ class LangGraphStore(Mapped):
         store = await self._object()
         for item in await self._items(user_id):
             await store.adelete(_namespace(user_id), item.key)
+
+    async def poisoned_batch(self, user_id: str, batch: Sequence[tuple[str, str]],
+                             poisoned: int) -> PoisonedCall:
+        """``abatch`` of one ``PutOp`` per item of ``batch`` (a new key each), the value of
+        put ``poisoned`` holding an object no serializer knows: what a store that keeps
+        values as JSON must refuse whole, as ``abatch`` is one call."""
+        from langgraph.store.base import PutOp
+
+        values: list[dict[str, Any]] = [{"role": contract_role(role), "content": content}
+                                        for role, content in batch]
+        values[poisoned]["nomnesia_poison"] = Unserializable()
+        ops = [PutOp(_namespace(user_id), uuid.uuid4().hex, value) for value in values]
+        store = await self._object()
+
+        async def run() -> object:
+            return await store.abatch(ops)
+
+        where = describe_batch(len(ops), poisoned, "value")
+        return PoisonedCall(f"{type(store).__name__}.abatch([{where} (PutOps)])", run)
 
 
 @asynccontextmanager

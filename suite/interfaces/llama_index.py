@@ -38,12 +38,13 @@ to long-term memory, which archives the oldest messages, is a layer above the ch
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from ..validation import validate_limit
 from ._base import Mapped, contract_role, has, text_of
+from ._poison import PoisonedCall, Unserializable, describe_batch
 
 __all__ = ["DB_REQUIRES", "LlamaChatStore", "open_store"]
 
@@ -100,6 +101,32 @@ class LlamaChatStore(Mapped):
             await store.delete_messages(user_id)  # no status: archived messages too
         else:
             await store.adelete_messages(user_id)
+
+    async def poisoned_batch(self, user_id: str, batch: Sequence[tuple[str, str]],
+                             poisoned: int) -> PoisonedCall:
+        """``aset_messages(u, chat + batch)`` (``set_messages`` on an ``AsyncDBChatStore``):
+        the replace method, given the chat it holds followed by ``batch``, message
+        ``poisoned``'s ``additional_kwargs`` holding an object no serializer knows. A replace
+        that deletes first and then fails to write loses the chat: the call must refuse the
+        whole list before it deletes anything."""
+        from llama_index.core.llms import ChatMessage, MessageRole
+
+        messages = [ChatMessage(role=MessageRole(contract_role(role)), content=content)
+                    for role, content in batch]
+        messages[poisoned].additional_kwargs["nomnesia_poison"] = Unserializable()
+        chat_store = await self._object()
+        if self.db:
+            kept = list(await chat_store.get_messages(user_id))
+            method = "set_messages"
+        else:
+            kept = list(await chat_store.aget_messages(user_id))
+            method = "aset_messages"
+
+        async def run() -> object:
+            return await getattr(chat_store, method)(user_id, kept + messages)
+
+        where = describe_batch(len(messages), poisoned, "additional_kwargs", kept=len(kept))
+        return PoisonedCall(f"{type(chat_store).__name__}.{method}(key, [{where}])", run)
 
 
 @asynccontextmanager

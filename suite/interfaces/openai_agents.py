@@ -20,11 +20,12 @@ and compaction (``OpenAIResponsesCompactionSession`` compacts on the server).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from ._base import Mapped, contract_role, text_of
+from ._poison import PoisonedCall, Unserializable, describe_batch
 
 __all__ = ["AgentsSession", "open_store"]
 
@@ -59,6 +60,27 @@ class AgentsSession(Mapped):
 
     async def forget(self, user_id: str) -> None:
         await (await self._object(user_id)).clear_session()
+
+    async def poisoned_batch(self, user_id: str, batch: Sequence[tuple[str, str]],
+                             poisoned: int) -> PoisonedCall:
+        """``add_items`` of ``batch``, item ``poisoned``'s content one ``input_text`` part
+        that also holds an object no serializer knows (a tool's result, say): what a
+        session that stores items as JSON must refuse whole."""
+        items = [_item(contract_role(role), content) for role, content in batch]
+        role, content = batch[poisoned]
+        if role == "tool":
+            items[poisoned]["output"] = [{"type": "input_text", "text": content,
+                                          "nomnesia_poison": Unserializable()}]
+        else:
+            items[poisoned]["content"] = [{"type": "input_text", "text": content,
+                                           "nomnesia_poison": Unserializable()}]
+        session = await self._object(user_id)
+
+        async def run() -> object:
+            return await session.add_items(items)
+
+        where = describe_batch(len(items), poisoned, "content part")
+        return PoisonedCall(f"{type(session).__name__}.add_items([{where}])", run)
 
 
 @asynccontextmanager

@@ -1,0 +1,269 @@
+"""G10 at the store's own interface: a batch in which one item cannot be stored.
+
+Libraries' trackers are full of failed writes that only such a batch shows: a
+history that inserts message by message and commits each, so a batch that fails
+on its third message keeps the first two; a replace that deletes first and
+inserts second, so a failed insert loses the history; a failed batch that leaves
+its transaction open, so every later writer waits on "database is locked". No
+engine fault is needed for any of them, so this reaches in-process stores
+(SQLite files, in-memory objects) too.
+
+Where an interface takes a batch or replaces a history, its mapping in
+``nomnesia.suite.interfaces`` has ``poisoned_batch`` (``interfaces/_poison.py``):
+one call of the library's own batch method (``aadd_messages``, ``add_items``,
+``aset_messages``, ``abatch`` of ``PutOp``s) whose middle item holds an object no
+serializer knows, where the library would serialize it. SPEC.md, "Faults" and
+guarantee 10 judge it:
+
+- the call raises and changes nothing, or (a store that never serializes, such as
+  an in-memory list) returns and stores the whole batch; a raised call that stored
+  part of it is a G10 failure (an interrupted call takes full effect or none), a
+  returned one that stored part of it loses acknowledged writes (G1);
+- afterwards the store answers an append and a read within
+  ``--nomnesia-op-timeout`` for the same user, for another user, and from another
+  thread through a second store from the same factory on its own event loop (a
+  second process's view of a shared file or database): a lock or transaction the
+  failed call left open is a G10 failure (a failed call never wedges the store).
+
+A store whose interface has no batch or replace method (ADK's ``append_event``,
+the built-in adapters, a ``--store`` store) is *not applicable*, never passed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import secrets
+import threading
+import warnings
+from collections import Counter
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from functools import partial
+from typing import Any
+
+import pytest
+
+from ._run import (
+    GuaranteeViolation,
+    LoggedStore,
+    StoreFactory,
+    StoreTests,
+    opened,
+    resolved_of,
+    settings,
+    suite_test,
+)
+from .contract import G1, G10, Guarantee
+from .history import short_repr
+from .profiles import NOT_APPLICABLE
+from .view import KeyedView, view_of
+
+__all__ = ["TestInterfaceFaults"]
+
+_BATCH = 5
+_POISONED = 2
+"""The middle item: a batch written item by item has stored the ones before it."""
+_LIMIT = 1000
+"""Reads ask for more than the test ever writes for a user: the whole history."""
+
+Pair = tuple[str, str]
+
+
+def _pairs(items: object) -> list[Pair]:
+    """A mapped ``get_history``'s answer as (role, content) pairs: dicts or entries."""
+    def field(item: object, name: str) -> str:
+        value = item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
+        return str(value)
+
+    return [(field(i, "role"), field(i, "content")) for i in items] \
+        if isinstance(items, (list, tuple)) else [("?", repr(items))]
+
+
+def _shown(pairs: Sequence[Pair]) -> str:
+    return f"({len(pairs)}) [" + ", ".join(f"{role}: {short_repr(content, 48)}"
+                                           for role, content in pairs[-8:]) \
+        + (f", ... {len(pairs) - 8} older not shown" if len(pairs) > 8 else "") + "]"
+
+
+def _said(exc: BaseException, width: int = 200) -> str:
+    """``TypeError: Object of type ... is not JSON serializable``, one line, cut to width."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: " + (text if len(text) <= width else text[:width] + "...")
+
+
+def _not_applicable(store: object) -> str:
+    name = type(store).__name__
+    why = getattr(store, "no_batch", None)
+    what = f"{why} ({name})" if isinstance(why, str) else (
+        f"{name} maps no library method that takes a batch or replaces a history (the "
+        "built-in adapters and --store stores take one message per call; a store may "
+        "define poisoned_batch, docs/faults.md)")
+    return (f"{NOT_APPLICABLE}: {what}, so there is no batch to poison (SPEC.md, "
+            f"\"Faults\"); it would judge {G10}")
+
+
+async def _bounded(awaitable: Awaitable[Any]) -> tuple[str, Any]:
+    """("ok", result), ("raised", exception) or ("hung", None) after the op timeout."""
+    try:
+        return "ok", await asyncio.wait_for(awaitable, settings.op_timeout)
+    except asyncio.TimeoutError:
+        return "hung", None
+    except Exception as exc:
+        return "raised", exc
+
+
+def _in_thread(make: Callable[[], Coroutine[Any, Any, None]]) -> Awaitable[None]:
+    """``make()`` on a fresh event loop in a daemon thread: a thread blocked on a lock that
+    is never released can't hold up the run's exit (an executor's thread would)."""
+    done: concurrent.futures.Future[None] = concurrent.futures.Future()
+    context = contextvars.copy_context()
+
+    def main() -> None:
+        try:
+            done.set_result(context.run(asyncio.run, make()))
+        except BaseException as exc:
+            done.set_exception(exc)
+
+    threading.Thread(target=main, name="nomnesia-interface-fault", daemon=True).start()
+    return asyncio.wrap_future(done)
+
+
+async def _writes_and_reads(store: Any, user: str, content: str) -> str | None:
+    """Append ``content`` for ``user`` and read it back; what went wrong, or None."""
+    await store.append_message(user, "user", content)
+    got = _pairs(await store.get_history(user, _LIMIT))
+    if ("user", content) not in got:
+        return f"the append returned but the read after it lacks it: {_shown(got)}"
+    return None
+
+
+class TestInterfaceFaults(StoreTests):
+    """A poisoned batch at the library's own interface, then the store must still answer."""
+
+    @pytest.mark.guarantee(G10, G1)
+    @suite_test
+    async def test_poisoned_batch_changes_nothing_and_leaves_the_store_writable(
+            self, store: StoreFactory) -> None:
+        """One call of the interface's batch method, its middle item unserializable.
+
+        Troubleshooting: "stored part of it" is a batch written item by item with a
+        commit (or a list append) per item, or a replace that deletes before it has
+        serialized what it writes: serialize the whole batch first, then write it in
+        one transaction. "did not answer" or "database is locked" after the failed
+        call is a transaction or lock the error path never released: roll back (or
+        close the connection) on every exception, not only on the expected ones.
+        """
+        token = secrets.token_hex(4)  # ids unique per test and run (SPEC.md)
+        user, other, third = (f"ib{token}:{name}" for name in ("ann", "bob", "cy"))
+        async with opened(store, raw=True) as raw:
+            prepare = getattr(raw, "poisoned_batch", None)
+            if not callable(prepare):
+                pytest.skip(_not_applicable(raw))
+            view = view_of(raw, resolved_of(raw))
+            s = LoggedStore(view)
+            for i, role in enumerate(("user", "assistant", "user")):
+                await s.append_message(user, role, f"{token} before {i}")
+            # The control: a factory may share an object bound to this loop (an engine, a
+            # pool) with every store it makes while one is open. Then a second store on
+            # another loop fails before any poisoned call, and its failure after one proves
+            # nothing. It runs once this store has made its library objects.
+            control = _why(*await _bounded(_in_thread(partial(
+                _elsewhere, store, (third,), f"{token} from a thread, before"))))
+            before = _pairs(await raw.get_history(user, _LIMIT))
+            batch = [(("user", "assistant")[i % 2], f"{token} batch {i}"
+                      + (" (the poisoned one)" if i == _POISONED else ""))
+                     for i in range(_BATCH)]
+            if isinstance(view, KeyedView):
+                view.wrote(content for _, content in batch)
+            call = await prepare(user, batch, _POISONED)
+            s.log.note(f"{call.call}: ...", user)
+            kind, value = await _bounded(call.run())
+            outcome = {"ok": "returned", "hung": f"did not answer within "
+                       f"{settings.op_timeout:g}s",
+                       "raised": f"raised {_said(value)}"}[kind]
+            s.log.note(f"... {outcome}", user)
+            await s.recover()
+            read_kind, read = await _bounded(raw.get_history(user, _LIMIT))
+            problems: list[tuple[Guarantee, str]] = []
+            if kind == "hung":
+                problems.append((Guarantee.ERRORS, f"{call.call} {outcome}: a call must "
+                                                   "raise within a bounded time"))
+            if read_kind != "ok":
+                problems.append((G10, f"after {call.call} {outcome}, get_history of that user "
+                                      + ("did not answer" if read_kind == "hung" else
+                                         f"raised {_said(read)}")))
+            else:
+                problems += _judge_effect(call.call, kind, outcome, before, batch,
+                                          _pairs(read))
+            live = (("the same user", s, user, f"{token} after, same user"),
+                    ("another user", s, other, f"{token} after, another user"))
+            hung = kind == "hung" or read_kind == "hung"
+            for what, target, who, content in live:
+                if hung:  # one wait on a wedged store is proof enough, and each costs the bound
+                    s.log.note(f"not tried: an append and a read for {what} (the store "
+                               "already did not answer)", user)
+                    continue
+                found = _answers(f"an append and a read for {what} on the same store",
+                                 *await _bounded(_writes_and_reads(target, who, content)))
+                hung = any("did not answer" in text for _, text in found)
+                problems += found
+
+            thread = ("a second store from the same factory, on another thread and event "
+                      "loop, appending and reading the same user and a new one")
+            if control is None:
+                problems += _answers(thread, *await _bounded(_in_thread(partial(
+                    _elsewhere, store, (user, third), f"{token} from a thread, after"))))
+            else:
+                skipped = (f"not tried after the poisoned call: {thread}; it failed before "
+                           f"the call too ({control}), so it would prove nothing")
+                s.log.note(skipped, user)
+                warnings.warn(f"nomnesia: {skipped}", stacklevel=1)
+        if problems:
+            (guarantee, head), rest = problems[0], problems[1:]
+            detail = "\n".join([head] + [f"also {g}: {text}" for g, text in rest])
+            raise GuaranteeViolation(guarantee, detail, s.log, user=user)
+
+
+async def _elsewhere(store: StoreFactory, users: Sequence[str], content: str) -> None:
+    """A second store from ``factory``: appends ``content`` for each user and reads it back
+    (an ``AssertionError`` says what was missing)."""
+    async with opened(store, raw=True) as second:
+        view = view_of(second, resolved_of(second))
+        for who in users:
+            wrong = await _writes_and_reads(view, who, content)
+            if wrong:
+                raise AssertionError(wrong)
+
+
+def _judge_effect(call: str, kind: str, outcome: str, before: list[Pair], batch: list[Pair],
+                  after: list[Pair]) -> list[tuple[Guarantee, str]]:
+    """Full effect (the batch after ``before``, in any order among itself) or none."""
+    none = after == before
+    full = after[:len(before)] == before and Counter(after[len(before):]) == Counter(batch)
+    if (none and kind != "ok") or full:
+        return []
+    story = (f"\n  batch (item #{_POISONED + 1} poisoned): {_shown(batch)}"
+             f"\n  history before: {_shown(before)}\n  history after:  {_shown(after)}")
+    if kind == "ok":
+        return [(G1, f"{call} returned, but the history holds "
+                     + ("none of the batch" if none else "only part of it")
+                     + " (an acknowledged write was lost)" + story)]
+    return [(G10, f"{call} {outcome}, but changed the history: a partial effect (an "
+                  "interrupted call takes full effect or none)" + story)]
+
+
+def _why(kind: str, value: Any) -> str | None:
+    """What went wrong with a bounded check of ``_writes_and_reads``; None: nothing."""
+    if kind == "ok":
+        return None if value is None else str(value)
+    if kind == "hung":
+        return (f"did not answer within {settings.op_timeout:g}s (a lock or transaction the "
+                "failed call left open?)")
+    return f"raised {_said(value)}"
+
+
+def _answers(what: str, kind: str, value: Any) -> list[tuple[Guarantee, str]]:
+    why = _why(kind, value)
+    return [] if why is None else [
+        (G10, f"after the poisoned call, {what}: {why} (a failed call never wedges the store)")]

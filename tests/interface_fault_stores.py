@@ -1,0 +1,92 @@
+"""LangChain chat histories, as a team might write them, that meet a poisoned batch well or badly:
+the controls of the interface-fault test (``suite/test_interface_faults.py``).
+
+Each keeps its messages as JSON rows (``message_to_dict``) in a dict shared by every
+history of its class, the way a file or a table is shared, so the suite's second store
+on another thread sees what the first wrote:
+
+- :class:`PartialHistory` serializes and stores message by message, so the poisoned
+  third message raises after two were stored: a partial effect (G10).
+- :class:`AtomicHistory` serializes the whole batch, then stores it: correct.
+- :class:`DroppingHistory` skips what it cannot serialize and returns: an acknowledged
+  message lost (G1).
+- :class:`WedgingHistory` takes its "database" lock, serializes, stores, and releases,
+  with no ``finally``: the failed batch keeps the lock, and every later write waits for
+  it for a second and raises "database is locked" (G10, never wedges).
+- :class:`HangingHistory`: the same, but a later write waits five seconds, past the
+  run's ``--nomnesia-op-timeout``: a store that does not answer (G10).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+
+
+class _JsonHistory(BaseChatMessageHistory):
+    rows: ClassVar[dict[str, list[str]]]
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.rows = {}  # one "database" per class
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        return messages_from_dict([json.loads(r) for r in self.rows.get(self.session_id, [])])
+
+    def _table(self) -> list[str]:
+        return self.rows.setdefault(self.session_id, [])
+
+    def clear(self) -> None:
+        self.rows.pop(self.session_id, None)
+
+
+class PartialHistory(_JsonHistory):
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        for message in messages:
+            self._table().append(json.dumps(message_to_dict(message)))
+
+
+class AtomicHistory(_JsonHistory):
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        rows = [json.dumps(message_to_dict(message)) for message in messages]
+        self._table().extend(rows)
+
+
+class DroppingHistory(_JsonHistory):
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        for message in messages:
+            try:
+                self._table().append(json.dumps(message_to_dict(message)))
+            except TypeError:
+                continue
+
+
+class WedgingHistory(_JsonHistory):
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        if not self.lock.acquire(timeout=1.0):
+            raise RuntimeError("database is locked")
+        rows = [json.dumps(message_to_dict(message)) for message in messages]
+        self._table().extend(rows)
+        self.lock.release()
+
+
+class HangingHistory(_JsonHistory):
+    lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        if not self.lock.acquire(timeout=5.0):
+            raise RuntimeError("database is locked")
+        rows = [json.dumps(message_to_dict(message)) for message in messages]
+        self._table().extend(rows)
+        self.lock.release()

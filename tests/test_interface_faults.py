@@ -1,0 +1,101 @@
+"""The interface-fault judge can fail: a poisoned batch run through ``--langchain-history``,
+as a user would, over fake histories that get it wrong in each way the trackers show
+(``interface_fault_stores.py``), and over one that gets it right."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langchain_core.chat_history")
+
+pytest_plugins = ("pytester",)
+
+SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly",
+         "-k", "poisoned_batch")
+STORES = "tests.interface_fault_stores"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _quiet_ini(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+
+
+def _run(pytester: pytest.Pytester, *option: str) -> tuple[int, list[str], list[str]]:
+    """The poisoned-batch test: (passed, skip reasons, failure texts)."""
+    pytester.syspathinsert(str(ROOT))
+    reprec = pytester.inline_run(*SUITE, "--nomnesia-op-timeout", "3", *option)
+    passed, skipped, failed = reprec.listoutcomes()
+    reasons = [str(r.longrepr[2]).removeprefix("Skipped: ") for r in skipped
+               if isinstance(r.longrepr, tuple)]
+    return len(passed), reasons, [r.longreprtext for r in failed]
+
+
+def _history(name: str) -> tuple[str, str]:
+    return "--langchain-history", f"{STORES}:{name}"
+
+
+def test_a_batch_stored_item_by_item_is_a_partial_effect_under_g10(
+        pytester: pytest.Pytester) -> None:
+    _, _, failures = _run(pytester, *_history("PartialHistory"))
+    assert len(failures) == 1, failures
+    (text,) = failures
+    assert text.startswith("G10 interruption: PartialHistory.aadd_messages([5 items, new "
+                           "#3's additional_kwargs holding an Unserializable]) raised "
+                           "TypeError"), text[:600]
+    assert "a partial effect" in text
+    assert "history before: (3)" in text and "history after:  (5)" in text, text[:1500]
+    assert "operations, oldest first:" in text
+
+
+def test_a_batch_serialized_whole_before_it_is_written_passes(pytester: pytest.Pytester) -> None:
+    passed, skipped, failures = _run(pytester, *_history("AtomicHistory"))
+    assert (passed, skipped, failures) == (1, [], [])
+
+
+def test_the_sync_methods_are_poisoned_too(pytester: pytest.Pytester) -> None:
+    _, _, failures = _run(pytester, *_history("PartialHistory"), "--langchain-sync")
+    assert len(failures) == 1 and ".add_messages([5 items" in failures[0], failures
+
+
+def test_a_batch_that_drops_what_it_cannot_store_loses_an_acknowledged_write(
+        pytester: pytest.Pytester) -> None:
+    _, _, failures = _run(pytester, *_history("DroppingHistory"))
+    assert len(failures) == 1, failures
+    assert failures[0].startswith("G1 durability: DroppingHistory.aadd_messages("), \
+        failures[0][:600]
+    assert "returned, but the history holds only part of it" in failures[0]
+
+
+def test_a_lock_the_failed_batch_kept_wedges_the_store_under_g10(
+        pytester: pytest.Pytester) -> None:
+    _, _, failures = _run(pytester, *_history("WedgingHistory"))
+    assert len(failures) == 1, failures
+    text = failures[0]
+    # The call itself changed nothing: the failure is what came after it, every time.
+    assert text.startswith("G10 interruption: after the poisoned call, an append and a read "
+                           "for the same user on the same store: raised RuntimeError: "
+                           "database is locked"), text[:600]
+    assert "also G10 interruption: after the poisoned call, a second store" in text
+
+
+def test_a_store_with_no_batch_method_is_not_applicable(pytester: pytest.Pytester) -> None:
+    passed, reasons, failures = _run(pytester, "--store", "nomnesia.adapters.memory:InMemoryStore")
+    assert (passed, failures) == (0, [])
+    assert len(reasons) == 1 and reasons[0].startswith("not applicable: InMemoryStore maps no "
+                                                       "library method"), reasons
+
+
+def test_a_store_that_no_longer_answers_is_caught_under_g10_once_per_store(
+        pytester: pytest.Pytester) -> None:
+    """Past the op timeout it is a wedge; the same store is not waited on a second time."""
+    _, _, failures = _run(pytester, *_history("HangingHistory"), "--nomnesia-op-timeout", "1")
+    assert len(failures) == 1, failures
+    text = failures[0]
+    assert text.startswith("G10 interruption: after the poisoned call, an append and a read "
+                           "for the same user on the same store: did not answer within 1s"), \
+        text[:600]
+    assert "not tried: an append and a read for another user" in text
+    assert "a second store from the same factory" in text  # another process's view: tried
