@@ -349,6 +349,7 @@ def render(findings: Mapping[str, Findings],
                 f"- **where:** `{cause.function}`",
                 f"- **functions:** {_where(cause)}",
                 f"- **documented:** {cause.documented or 'not that we found'}",
+                *([f"- **known issue:** {'; '.join(cause.issues)}"] if cause.issues else []),
                 f"- **conditions:** {cause.conditions}",
                 f"- **reproduction:** `{cause.reproduction}`",
                 f"- **script:** {_repro(cause, repro)}"]

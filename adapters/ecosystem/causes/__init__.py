@@ -68,6 +68,9 @@ class Cause:
     """When it happens: settings, engines, sizes ("always" when nothing else is needed)."""
     documented: str | None = None
     """Where the library documents this behaviour (docstring, docs page); None: nowhere found."""
+    issues: tuple[str, ...] = ()
+    """The library's own tracker entries about it, each ``URL (state): what it says``; a fixed
+    one names the version that fixed it. Empty: none cited."""
     functions: tuple[str, ...] = ()
     """``module:qualname`` of each function responsible, imported and attributed at run time."""
     match: tuple[str, ...] = ()

@@ -25,7 +25,7 @@ CAUSES: tuple[Cause, ...] = (
                  r"8 forget: read \d+ .* written before forget|"
                  r"10 interruption: an interrupted compaction|"
                  r"11 quiescent consistency)",),
-          kind="mapping", yields_to=("langchain-jsonb-nul",)),
+          kind="mapping", yields_to=("langchain-jsonb-nul", "langchain-caller-connection")),
     Cause("langchain-jsonb-nul", LP, ("Inputs", "G1"), "availability",
           "PostgresChatMessageHistory.aadd_messages (the message column is jsonb)",
           "PostgreSQL jsonb cannot hold \\u0000, so content with NUL is refused with the "
@@ -63,4 +63,21 @@ CAUSES: tuple[Cause, ...] = (
                      "AsyncPGVectorStore._AsyncPGVectorStore__query_collection",),
           probe="huge_limits", unreachable="the adapter clamps limit and k, as SPEC.md asks",
           shows=r"NumericValueOutOfRange|out of range"),
+    # Found by the partial-failure test (suite/test_faults.py): a reset connection. The
+    # library never opens a connection, so this is the caller's to handle, not its defect.
+    Cause("langchain-caller-connection", LP, ("G10", "G11"), "contract gap",
+          "PostgresChatMessageHistory(async_connection=...) (runs on the caller's one "
+          "connection, never opens another)",
+          "the history runs on the psycopg connection the caller hands it and leaves "
+          "reconnecting to the caller: with one connection for the process, as the README "
+          "shows, a connection the server closed fails every later call with 'the connection "
+          "is closed'",
+          "h = PostgresChatMessageHistory(t, sid, async_connection=conn); "
+          "<pg_terminate_backend(conn's pid)>; await h.aget_messages()  # closed, forever",
+          "the caller keeps one connection (the README's pattern) and the server closes it: a "
+          "restart, a failover, an idle timeout, a reset; a connection taken from a pool per "
+          "call does not wedge",
+          documented="README (ChatMessageHistory): the caller opens the connection and passes "
+                     "it in; nothing says what to do when it closes",
+          match=(r"^G1[01] [^\n]*the connection is closed",), kind="mapping"),
 )

@@ -47,4 +47,30 @@ CAUSES: tuple[Cause, ...] = (
                      "_prepare_batch_search_queries",),
           probe="huge_limits", unreachable="the adapter clamps limit and k, as SPEC.md asks",
           shows=r"NumericValueOutOfRange|out of range"),
+    # Found by the partial-failure test (suite/test_faults.py): a reset connection.
+    Cause("langgraph-postgres-closed-connection-wedges", ("langgraph-postgres",), ("G10",),
+          "availability",
+          "AsyncPostgresStore.from_conn_string (without pool_config: one psycopg "
+          "AsyncConnection for the store's whole life)",
+          "without pool_config the store holds one connection and never replaces it: once "
+          "PostgreSQL closes it (a restart, a failover, an idle timeout, a reset), every "
+          "later call fails with 'the connection is closed' until the store is rebuilt",
+          "async with AsyncPostgresStore.from_conn_string(dsn) as s: "
+          "<pg_terminate_backend(its pid)>; await s.aget(ns, k)  # OperationalError, forever",
+          "from_conn_string's default (no pool_config) and any closed connection; with "
+          "pool_config={'min_size': 1, ...} psycopg_pool discards the broken connection and "
+          "the store answers again after a failed call or two (the audit's adapter with "
+          "pool_config={'min_size': 1, 'max_size': 4} passes the partial-failure test)",
+          documented=None,
+          issues=("https://github.com/langchain-ai/langgraph/issues/7304 (open): the same "
+                  "'the connection is closed' on the sibling AsyncPostgresSaver, whose "
+                  "from_conn_string has no pool_config; it names the store's pool_config as "
+                  "the workaround",
+                  "https://github.com/langchain-ai/langgraph/pull/6107 (open): reconnect a "
+                  "dead single connection in the Postgres checkpointer; none found for the "
+                  "store itself"),
+          functions=("langgraph.store.postgres.aio:AsyncPostgresStore.from_conn_string",),
+          match=(r"^G10 interruption: every fault had healed, yet [^\n]* kept failing for "
+                 r"[^\n]*the connection is closed",),
+          shows=r"never answered again"),
 )
