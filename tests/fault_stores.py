@@ -183,3 +183,24 @@ def pgvector_stack() -> Any:
     from nomnesia.suite.engines import current_session
 
     return open_store("pgvector", provider=current_session().routed())
+
+
+class NeverAnswers(RedisListStore):
+    """Reaches Redis, then fails every call for a reason of its own, faults or not."""
+
+    async def append_message(self, user_id: str, role: str, content: str) -> None:
+        await self.redis.ping()
+        raise RuntimeError("this store fails every call")
+
+    async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
+        await self.redis.ping()
+        raise RuntimeError("this store fails every call")
+
+
+@asynccontextmanager
+async def never_answers() -> AsyncIterator[NeverAnswers]:
+    store = NeverAnswers(engine_url("redis"), retries=False)
+    try:
+        yield store
+    finally:
+        await store.aclose()

@@ -42,7 +42,7 @@ def _run(pytester: pytest.Pytester, factory: str, seed: int = 20261207
     """The partial-failure test on ``factory``; (passed reports, failures by node id)."""
     pytester.syspathinsert(str(ROOT))
     reprec = pytester.inline_run(*SUITE, "--store", f"{STORES}:{factory}",
-                                 "--nomnesia-seed", str(seed))
+                                 "--nomnesia-seed", str(seed), "--nomnesia-anomalies", "all")
     passed, _, failed = reprec.listoutcomes()
     return ([r for r in passed if "partial_failures" in r.nodeid],
             {r.nodeid: r.longreprtext for r in failed})
@@ -226,3 +226,15 @@ def test_fault_url_goes_through_the_proxy_while_faults_are_armed() -> None:
             multi = engines.fault_url("redis+sentinel://h1:1,h2:2/x", "sentinel")
             assert multi == "redis+sentinel://h1:1,h2:2/x" and "sentinel" in scope.unproxied
         assert engines.fault_url(url, "my-redis") == url
+
+
+def test_a_store_that_never_answers_is_not_blamed_on_the_faults(
+        pytester: pytest.Pytester) -> None:
+    """A store failing every call without a fault is the other tests' finding; the partial
+    failures must not call it wedged (seen on an audit whose every call failed)."""
+    pytester.syspathinsert(str(ROOT))
+    reprec = pytester.inline_run(*SUITE, "--store", f"{STORES}:never_answers")
+    _, skipped, failed = reprec.listoutcomes()
+    assert not failed, [r.longreprtext[:300] for r in failed]
+    reasons = [str(r.longrepr[2]) for r in skipped if isinstance(r.longrepr, tuple)]
+    assert any("acknowledged no call" in reason for reason in reasons), reasons
