@@ -25,7 +25,7 @@ import json
 import secrets
 from collections import Counter
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -135,21 +135,19 @@ class TakebackStore(RedisListStore):
 
 
 @asynccontextmanager
-async def retrying() -> AsyncIterator[RedisListStore]:
-    store = RedisListStore(engine_url("redis"), retries=True)
+async def _closing(store: RedisListStore) -> AsyncIterator[RedisListStore]:
     try:
         yield store
     finally:
         await store.aclose()
 
 
-@asynccontextmanager
-async def not_retrying() -> AsyncIterator[RedisListStore]:
-    store = RedisListStore(engine_url("redis"), retries=False)
-    try:
-        yield store
-    finally:
-        await store.aclose()
+def retrying() -> AbstractAsyncContextManager[RedisListStore]:
+    return _closing(RedisListStore(engine_url("redis"), retries=True))
+
+
+def not_retrying() -> AbstractAsyncContextManager[RedisListStore]:
+    return _closing(RedisListStore(engine_url("redis"), retries=False))
 
 
 @asynccontextmanager
@@ -197,10 +195,5 @@ class NeverAnswers(RedisListStore):
         raise RuntimeError("this store fails every call")
 
 
-@asynccontextmanager
-async def never_answers() -> AsyncIterator[NeverAnswers]:
-    store = NeverAnswers(engine_url("redis"), retries=False)
-    try:
-        yield store
-    finally:
-        await store.aclose()
+def never_answers() -> AbstractAsyncContextManager[RedisListStore]:
+    return _closing(NeverAnswers(engine_url("redis"), retries=False))
