@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+from nomnesia.adapters.tiered import FAILPOINTS, TieredMemoryStore
+from nomnesia.suite.contract import Capabilities
+
 pytest_plugins = ("pytester",)
 
 GUARANTEE_FIRST = re.compile(r"^(G(\d{1,2}) [a-z ]+|Inputs): ")
@@ -185,6 +188,56 @@ def test_failpoint_sweeps_run_on_a_store_that_declares_failpoints(
     passed, skipped, _ = reprec.listoutcomes()
     assert not skipped
     assert sum("failpoints" in r.nodeid for r in passed) == 6
+
+
+class MisspelledFailpoints(TieredMemoryStore):
+    """Declares names that its code never passes: ``after-log`` where it calls ``after_log``."""
+
+    capabilities = Capabilities(failpoints=True, failpoint_names=tuple(
+        name.replace("_", "-") for name in FAILPOINTS))
+
+
+def misspelled_failpoints() -> MisspelledFailpoints:
+    from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
+
+    return MisspelledFailpoints(log=InMemoryLog(), index=InMemoryIndex(),
+                                archive=InMemoryArchive())
+
+
+@pytest.mark.parametrize("broken", ["misspelled names", "a second registry"])
+def test_failpoints_the_store_never_reaches_fail_the_failpoint_tests(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, broken: str) -> None:
+    """Armed names that never fire inject no fault: the G10 test must not pass on them.
+
+    Two ways a store's declaration misses its code: names that differ from the
+    ones it calls, and calls that go through another copy of the failpoint
+    module (vendored, or imported twice under two names), whose registry the
+    suite never arms.
+    """
+    if broken == "a second registry":
+        import importlib.util
+        import sys
+
+        from nomnesia.suite import failpoints
+
+        spec = importlib.util.spec_from_file_location("nomnesia.suite.vendored_failpoints",
+                                                      failpoints.__file__)
+        assert spec is not None and spec.loader is not None
+        vendored = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, spec.name, vendored)  # dataclasses look it up
+        spec.loader.exec_module(vendored)
+        monkeypatch.setattr("nomnesia.adapters.tiered.failpoint", vendored.failpoint)
+        factory = "tiered_in_memory"
+    else:
+        factory = "misspelled_failpoints"
+    reprec = pytester.inline_run(*SUITE, "--store", f"{__name__}:{factory}",
+                                 "-k", "test_failpoints_then_recover")
+    failures = _failures(reprec)
+    assert len(failures) == 6, list(failures)
+    for nodeid, text in failures.items():
+        assert text.startswith("G10 interruption: no declared failpoint fired during "), (
+            f"{nodeid}:\n{text[:1000]}")
+        assert "'tiered.append.after" in text and "'tiered.forget.after" in text, text[:1000]
 
 
 # --------------------------------------------------------------------------- the mutant zoo
