@@ -225,6 +225,22 @@ _FEATURE = {"append": "append", "compact": "compact", "forget": "forget",
             "get_history": "read", "search": "search"}
 
 
+def _expect_uncut_ok(s: LoggedStore, op: str, k: int, outcome: Outcome, delivered: bool,
+                     user: str) -> None:
+    """A run that no cancel reached is a healthy valid call: it must succeed (G12).
+
+    Without this, a call that always raises would read as "interrupted" at every
+    cut point and pass: the all-or-nothing check accepts "none" for a failed call.
+    """
+    if delivered or outcome.ok:
+        return
+    how = (f"raised {type(outcome.value).__name__}: {outcome.value}" if outcome.kind == "raised"
+           else "was cancelled though the suite never cancelled it")
+    expect(False, Guarantee.ERRORS,
+           f"{op} {how} before its cancel at step {k} was delivered (a valid call on a "
+           "healthy store must not fail)", s.log, user=user)
+
+
 async def sweep(store: StoreFactory, op: str, *, with_id: bool = True) -> int:
     """Cut ``op`` at every cut point until it completes uncut; returns the number of cuts."""
     async with recorded(store) as s:
@@ -235,6 +251,7 @@ async def sweep(store: StoreFactory, op: str, *, with_id: bool = True) -> int:
             user = f"{op}-{k}"
             cut = await _prepare(op, s, m, user, with_id)()
             outcome, delivered = await run_cut(s, _operation(s, cut), k, user)
+            _expect_uncut_ok(s, op, k, outcome, delivered, user)
             when = (f"was cancelled after {k} event-loop steps ({outcome.kind})" if delivered
                     else f"completed before its cancel at step {k} ({outcome.kind})")
             settled = ("recover() ran twice" if s.can("recover") else

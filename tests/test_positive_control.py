@@ -471,6 +471,20 @@ class AppendNotAtomic(InMemoryStore):
         return entry
 
 
+class PartialPageSearch(InMemoryStore):
+    """Pages through its index 5 hits at a time and raises on a partial page (k=3, k=7).
+
+    Every such search errors. The cancel sweep (k=3) once read each error as an
+    interrupted search (raised, changed nothing) and passed, since the checks
+    after a cut search with k=5; an uncut call that raises is a G12 failure.
+    """
+
+    async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
+        if isinstance(k, int) and k > 0 and k % 5:
+            raise IndexError("search page out of range")
+        return await super().search(user_id, query, k)
+
+
 class LyingConsistency(InMemoryStore):
     async def consistent_state(self, user_id: str) -> Any:
         from nomnesia.suite.contract import ConsistencyReport, Difference
@@ -497,8 +511,41 @@ MUTANTS = [
     ("LockLeftHeld", "test_cancel_at_every_step_then_recover and append", "G10"),
     ("HalfCompaction", "test_cancel_at_every_step_then_recover and compact", "G10"),
     ("AppendNotAtomic", "test_cancel_at_every_step_then_recover and append", "G10"),
+    ("PartialPageSearch", "test_cancel_at_every_step_then_recover and search", "G12"),
     ("LyingConsistency", "test_consistent_and_recoverable_when_quiescent", "G11"),
 ]
+
+
+class AwaitsThrice(InMemoryStore):
+    """The oracle with exactly three suspension points in every append (network round trips)."""
+
+    async def append_message(self, user_id: str, role: str, content: str, *,
+                             message_id: str | None = None) -> Entry:
+        import asyncio
+
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return await super().append_message(user_id, role, content, message_id=message_id)
+
+
+def test_the_cancel_sweep_cuts_at_every_await_and_fails_uncut_errors() -> None:
+    """``sweep`` returns how many cancels it delivered: one before the start and one per await.
+
+    Without the count a sweep could stop cutting (or never cut past the start)
+    and still pass; without the G12 check a call that errors on every run is
+    read as "interrupted" at every cut point.
+    """
+    from nomnesia.suite._run import GuaranteeViolation, run_async
+    from nomnesia.suite.test_interruption import sweep
+
+    assert run_async(sweep(InMemoryStore, "append"), timeout=60) == 1  # no await suspends
+    assert run_async(sweep(AwaitsThrice, "append"), timeout=60) == 4
+    assert run_async(sweep(AwaitsThrice, "append", with_id=False), timeout=60) == 4
+    with pytest.raises(GuaranteeViolation) as failed:
+        run_async(sweep(PartialPageSearch, "search"), timeout=60)
+    assert str(failed.value).startswith(
+        "G12 errors: search raised IndexError: search page out of range before its cancel "
+        "at step 1 was delivered"), str(failed.value)[:500]
 
 
 @pytest.mark.parametrize(("mutant", "test", "guarantee"), MUTANTS,
