@@ -75,27 +75,39 @@ def test_a_clean_report_passes_with_the_options_given(pytester: pytest.Pytester,
         "memory", ("crash", "net"), 3, 11)
 
 
-@pytest.mark.parametrize(("found", "head"), [
-    ({"lost": ["ann/3", "bob/7"]}, "G1 durability: 2 acknowledged appends lost"),
-    ({"duplicates": ["ann/5"]}, "G2 exactly once: 1 entries accounted twice"),
-])
-def test_a_report_with_losses_fails_naming_the_guarantee(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, found: dict[str, Any],
-        head: str) -> None:
-    reprec, _ = _run(pytester, monkeypatch, _report(**found))
-    text = _failure(reprec)
-    assert head in text, text
-    which = next(iter(found.values()))[0]
-    assert f"{'LOST' if 'lost' in found else 'DUPLICATE'} {which}" in text, text
-    assert "replay with --nomnesia-seed 11" in text, text
-
-
-def test_a_store_that_never_answers_after_a_fault_fails_g12(
+def test_a_report_with_lost_appends_fails_the_suite_test_as_g1(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    reprec, _ = _run(pytester, monkeypatch, _report(lost=["ann/3", "bob/7"]))
+    assert reprec.ret == pytest.ExitCode.TESTS_FAILED
+    text = _failure(reprec)
+    assert "G1 durability: 2 acknowledged appends lost" in text, text
+    assert "LOST ann/3" in text and "replay with --nomnesia-seed 11" in text, text
+
+
+def _never_answered() -> NemesisReport:
     report = _report()
     report.faults[1].recovered_after = None  # never answered within the bound
-    text = _failure(_run(pytester, monkeypatch, report)[0])
-    assert "G12 errors: the store did not answer within 5 s of 1 fault(s) ending" in text, text
+    return report
+
+
+@pytest.mark.parametrize(("report", "head"), [
+    (_report(lost=["ann/3"]), "G1 durability: 1 acknowledged appends lost"),
+    (_report(duplicates=["ann/5"]), "G2 exactly once: 1 entries accounted twice"),
+    (_never_answered(), "G12 errors: the store did not answer within 5 s of 1 fault(s) ending"),
+], ids=["lost", "duplicate", "unanswered"])
+def test_each_finding_fails_naming_its_guarantee(monkeypatch: pytest.MonkeyPatch,
+                                                 report: NemesisReport, head: str) -> None:
+    """The hook itself, without pytester: the first line is the guarantee, then the summary."""
+    async def run_nemesis(config: NemesisConfig) -> NemesisReport:
+        return report
+
+    monkeypatch.setattr(suite_hook, "run_nemesis", run_nemesis)
+    with pytest.raises(AssertionError) as failed:
+        suite_hook.nemesis_test("memory", "crash,net", seed=11, faults=3)
+    lines = str(failed.value).splitlines()
+    assert lines[0] == head, lines[0]
+    assert lines[1].startswith("nemesis memory seed=11: 3 faults")
+    assert lines[-1] == "replay with --nomnesia-seed 11"
 
 
 @pytest.mark.slow
