@@ -225,6 +225,22 @@ _FEATURE = {"append": "append", "compact": "compact", "forget": "forget",
             "get_history": "read", "search": "search"}
 
 
+def _expect_uncut_ok(s: LoggedStore, op: str, k: int, outcome: Outcome, delivered: bool,
+                     user: str) -> None:
+    """A run that no cancel reached is a healthy valid call: it must succeed (G12).
+
+    Without this, a call that always raises would read as "interrupted" at every
+    cut point and pass: the all-or-nothing check accepts "none" for a failed call.
+    """
+    if delivered or outcome.ok:
+        return
+    how = (f"raised {type(outcome.value).__name__}: {outcome.value}" if outcome.kind == "raised"
+           else "was cancelled though the suite never cancelled it")
+    expect(False, Guarantee.ERRORS,
+           f"{op} {how} before its cancel at step {k} was delivered (a valid call on a "
+           "healthy store must not fail)", s.log, user=user)
+
+
 async def sweep(store: StoreFactory, op: str, *, with_id: bool = True) -> int:
     """Cut ``op`` at every cut point until it completes uncut; returns the number of cuts."""
     async with recorded(store) as s:
@@ -235,6 +251,7 @@ async def sweep(store: StoreFactory, op: str, *, with_id: bool = True) -> int:
             user = f"{op}-{k}"
             cut = await _prepare(op, s, m, user, with_id)()
             outcome, delivered = await run_cut(s, _operation(s, cut), k, user)
+            _expect_uncut_ok(s, op, k, outcome, delivered, user)
             when = (f"was cancelled after {k} event-loop steps ({outcome.kind})" if delivered
                     else f"completed before its cancel at step {k} ({outcome.kind})")
             settled = ("recover() ran twice" if s.can("recover") else
@@ -303,15 +320,21 @@ class TestInterruption(StoreTests):
         """G10: a backend failing (or the task cancelled) at each declared failpoint.
 
         Runs only for stores whose ``capabilities`` declare ``failpoints`` and
-        ``failpoint_names``. Troubleshooting: the failing point is named in
-        the log; after it, ``recover()`` must complete or roll back the
-        operation so that it took full effect or none.
+        ``failpoint_names``, and needs at least one of those names to fire
+        during ``op``: armed names that the operation never reaches inject
+        nothing, and a G10 test with no fault injected would pass on any store.
+        Troubleshooting: the failing point is named in the log; after it,
+        ``recover()`` must complete or roll back the operation so that it took
+        full effect or none. If none fired, the store calls ``failpoint()``
+        with other names than it declares, or through another copy of
+        ``nomnesia.suite.failpoints`` than the suite's.
         """
         async with recorded(store) as s:
             require(s, _FEATURE[op])
             if _store_without_failpoints(s):
                 pytest.skip("the store declares no failpoints (Capabilities.failpoints)")
             m = Model()
+            fired: dict[str, int] = {}
             for n, name in enumerate(s.capabilities.failpoint_names):
                 user = f"{op}-{action}-{n}"
                 cut = await _prepare(op, s, m, user, True)()
@@ -319,10 +342,17 @@ class TestInterruption(StoreTests):
                 with armed(name, act) as handle:
                     s.log.note(f"failpoint {name!r} armed to {action}", user)
                     outcome, _ = await run_cut(s, _operation(s, cut), None, user)
+                fired[name] = handle.fired
                 context = (f"{op} with failpoint {name!r} armed to {action} "
                            f"(fired {handle.fired}x, {outcome.kind}) and recover() twice")
                 with reframed(G10, context):
                     await bounded(s, "recover()", s.recover())
                     await bounded(s, "recover()", s.recover())
                     await _verify(s, m, cut, outcome)
+            never = [name for name, count in fired.items() if not count]
+            expect(len(never) < len(fired), G10,
+                   f"no declared failpoint fired during {op}, so no fault was injected and "
+                   f"the interruption was never tested; armed to {action} but never fired: "
+                   f"{', '.join(map(repr, never))} (does the store call "
+                   "nomnesia.suite.failpoints.failpoint with exactly these names?)")
 

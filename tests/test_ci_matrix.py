@@ -124,6 +124,10 @@ def test_workflow_is_wired_to_the_generated_matrix() -> None:
     assert setup["with"]["python-version"] == "${{ matrix.python }}"
     assert any(re.search(r'\bnox\b.* -s "\$SESSION"', s.get("run", ""))
                for s in nox_job["steps"])
+    # tests/test_portability.py fails under CI without qemu-user: the tests job installs it.
+    assert any(s.get("if") == "matrix.session == 'tests'"
+               and re.search(r"apt-get install .*\bqemu-user\b", s.get("run", ""))
+               for s in nox_job["steps"])
 
     assert gate["if"] == "always()"
     assert set(gate["needs"]) == set(jobs) - {"all-green"}

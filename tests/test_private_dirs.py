@@ -20,7 +20,8 @@ import pytest
 from nomnesia.adapters.engines import EmbeddedProvider, embedded
 from nomnesia.adapters.engines._reach import blocking_dir, mirror
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="only root runs PostgreSQL as nobody")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="only root runs PostgreSQL as nobody")
+"""Only the PostgreSQL tests need root; the tests of ``mirror`` itself run as any user."""
 
 
 @pytest.fixture
@@ -39,6 +40,7 @@ def private_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return private
 
 
+@needs_root
 def test_nobody_cannot_pass_the_private_directory(private_install: Path) -> None:
     import pwd
 
@@ -48,6 +50,7 @@ def test_nobody_cannot_pass_the_private_directory(private_install: Path) -> None
     assert blocked is not None and private_install.is_relative_to(blocked), blocked
 
 
+@needs_root
 def test_postgres_starts_from_a_venv_under_a_0700_directory(private_install: Path) -> None:
     provider = EmbeddedProvider()
     try:

@@ -183,8 +183,11 @@ def test_engine_outlives_the_thread_that_asked_for_it(provider: EmbeddedProvider
         thread.join()
         client = redis.Redis.from_url(urls[0])
         try:
-            assert _poll(lambda: not thread.is_alive(), 5)
-            time.sleep(0.2)  # give a (wrongly) delivered death signal time to land
+            # The kernel sends PDEATHSIG while the thread exits, before its task leaves
+            # /proc: once it is gone, a wrongly armed SIGKILL has been sent, and a killed
+            # server runs no more code, so it answers no ping. No sleep to wait for it.
+            task = Path(f"/proc/self/task/{thread.native_id}")
+            assert _poll(lambda: not task.exists(), 5), "the thread's task is still there"
             assert client.ping()
         finally:
             client.close()
@@ -356,7 +359,8 @@ def test_adopted_processes_are_stopped_on_close(provider: EmbeddedProvider) -> N
     assert proc.poll() is not None
 
 
-def test_close_racing_a_start_leaves_nothing(provider: EmbeddedProvider) -> None:
+def test_close_racing_a_start_leaves_nothing(provider: EmbeddedProvider,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     errors: list[BaseException] = []
 
     def start() -> None:
@@ -369,12 +373,26 @@ def test_close_racing_a_start_leaves_nothing(provider: EmbeddedProvider) -> None
     directory = provider.directory
     assert directory is not None
     before = {p.pid for p in psutil.Process().children(recursive=True)}
+    # The race, made to happen every time: close() runs after the start spawned an
+    # engine process and before the provider took it in (launch() must then stop it).
+    spawned, closed = threading.Event(), threading.Event()
+    spawn = embedded_module.spawn
+
+    def spawn_then_wait_for_close(*args: Any, **kwargs: Any) -> Any:
+        proc = spawn(*args, **kwargs)
+        spawned.set()
+        closed.wait(60)
+        return proc
+
+    monkeypatch.setattr(embedded_module, "spawn", spawn_then_wait_for_close)
     thread = threading.Thread(target=start)
     thread.start()
-    time.sleep(0.05)  # let the start get going: the race is the point
+    assert spawned.wait(60), "the start spawned no engine"
     provider.close()
+    closed.set()
     thread.join(60)
     assert not thread.is_alive()
+    assert errors, "a start that close() interrupted reported no error"
 
     def leftovers() -> list[psutil.Process]:
         return [p for p in _alive(psutil.Process().children(recursive=True))

@@ -320,6 +320,31 @@ BROKEN: dict[str, Callable[[int], Any]] = {
     "stale-read-cache": lambda seed: StaleReadCache(seed=seed),
     "fragile": lambda seed: FragileMemoryStore(seed=seed),
 }
+PLANTED: dict[str, Guarantee] = {
+    "loses-1-append-in-25": Guarantee.DURABILITY,
+    "read-misses-1-in-25": Guarantee.READ_YOUR_WRITES,
+    "1-seq-in-25-shared": Guarantee.ORDER,
+    "compaction-loses-racing-appends": Guarantee.DURABILITY,
+    "stale-read-cache": Guarantee.READ_YOUR_WRITES,
+    "fragile": Guarantee.ORDER,  # its concurrency bug: concurrent appends share a seq
+}
+"""The guarantee each broken store's bug breaks: a failure must report it, not just any."""
+FRAGILE_BUG_FOR = {
+    "test_concurrent_compactions": Guarantee.ATOMIC_COMPACTION,  # deletes, then summarizes
+    "test_concurrent_forget": Guarantee.ORDER,  # its appends racing the forgets share seqs
+    "test_concurrent_users_stay_apart": Guarantee.ISOLATION,  # search by key prefix
+}
+"""The fragile store's bug that each focused concurrency test must report."""
+
+
+def _reported(violation: GuaranteeViolation) -> set[Guarantee]:
+    """Every guarantee a concurrency failure reports: its headline and each checker anomaly.
+
+    The headline is the earliest anomaly, which a planted bug may first show as
+    another guarantee (a lost append read back as a search miss, G4); the
+    planted one must still be among them.
+    """
+    return {violation.guarantee, *(a.guarantee for a in violation.anomalies)}
 
 
 def _run(make: Callable[[], Any], seed: int, ops: int = 300, rounds: int = 1) -> Outcome:
@@ -343,6 +368,7 @@ def test_broken_stores_are_caught_by_the_mixed_workload_for_every_seed(
         with pytest.raises(GuaranteeViolation) as caught:
             SUITE.test_concurrent_mixed_workload(store=partial(BROKEN[name], seed))
         assert f"--nomnesia-seed {seed}" in str(caught.value)
+        assert PLANTED[name] in _reported(caught.value), (seed, str(caught.value)[:2000])
 
 
 @pytest.mark.parametrize("test", [t for t in SUITE_TESTS if t != "test_concurrent_mixed_workload"])
@@ -351,8 +377,9 @@ def test_the_other_concurrency_tests_catch_the_fragile_store(
     """The mixed workload is held to 20 seeds above; the focused tests must catch it too."""
     for seed in range(5):
         monkeypatch.setenv("NOMNESIA_SEED", str(seed))
-        with pytest.raises(GuaranteeViolation):
+        with pytest.raises(GuaranteeViolation) as caught:
             getattr(SUITE, test)(store=partial(FragileMemoryStore, seed=seed))
+        assert FRAGILE_BUG_FOR[test] in _reported(caught.value), (seed, str(caught.value)[:2000])
 
 
 @pytest.mark.parametrize("test", SUITE_TESTS)
