@@ -1,5 +1,7 @@
 """``python -m nomnesia.suite.nemesis --adapter pgvector --faults 200 --kinds all --out r.json``.
 
+``--html PATH`` draws the run: latency over time with the fault windows shaded.
+
 ``--store MODULE:FACTORY`` (or an interface option, ``--openai-session MODULE:FACTORY``)
 runs it on your store: its engines are those it asks ``engine_url`` for (docs/faults.md).
 
@@ -43,6 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=1.0, help="the store's backend timeout")
     parser.add_argument("--out", type=Path, default=None, help="write the report as JSON")
+    parser.add_argument("--html", type=Path, default=None,
+                        help="write the report as one HTML page: latency over time with the "
+                        "fault windows shaded, availability per kind (docs/nemesis.md)")
     parser.add_argument("--kill-targets", default="",
                         help="engines the kill fault may hit, e.g. postgres (default: all)")
     parser.add_argument("--failover-targets", default="",
@@ -121,6 +126,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(report.summary(), flush=True)
     if args.out is not None:
         args.out.write_text(report.dumps(), encoding="utf-8")
+    if args.html is not None:
+        from .report_html import write
+
+        write(report, args.html)
     return 0 if report.passed else 1
 
 

@@ -32,10 +32,14 @@ from typing import Any
 
 from ..history import History, Op, Rec
 
-__all__ = ["FaultRecord", "NemesisReport", "account", "attribute", "merge", "percentiles"]
+__all__ = ["LATENCY_POINTS", "FaultRecord", "NemesisReport", "account", "attribute",
+           "latency_series", "merge", "percentiles"]
 
 RECOVERY_BAR = 5.0
 """Seconds within which the store must answer again after a fault ends (issue 8)."""
+LATENCY_POINTS = 4000
+"""Most calls :func:`latency_series` keeps: enough to show every fault's spike, few enough
+that the JSON report stays a few hundred KB after a 200-fault run."""
 
 
 @dataclass
@@ -93,6 +97,10 @@ class NemesisReport:
     ``appends_attempted``, ``appends_answered``."""
     options: dict[str, Any] = field(default_factory=dict)
     """How the run was set up beyond adapter and kinds (``engine_map``, ``lag``)."""
+    latency: list[list[Any]] = field(default_factory=list)
+    """Completed calls as ``[seconds since the run started, latency ms, outcome, f]``, at
+    most :data:`LATENCY_POINTS` (:func:`latency_series`): what the HTML report plots
+    against the fault windows. Optional in the JSON (older reports lack it)."""
 
     @property
     def faults_by_kind(self) -> dict[str, int]:
@@ -305,6 +313,46 @@ def attribute(history: Iterable[Op], faults: Sequence[FaultRecord], end_ns: int)
                 if fault.first_write_after is None or took < fault.first_write_after:
                     fault.first_write_after = took
     return baseline
+
+
+def latency_series(history: Iterable[Op], t0_ns: int, limit: int = LATENCY_POINTS
+                   ) -> list[list[Any]]:
+    """Each completed call as ``[s since t0, latency ms, outcome, f]``, at most ``limit``.
+
+    A call is placed at its *completion*, as :func:`attribute` counts it, so a call that
+    timed out against a fault shows inside that fault's window. To bound the report, every
+    ``fail`` and ``info`` call is kept (they are what a fault causes; if they alone exceed
+    ``limit`` they are sampled evenly too) and the ``ok`` calls are sampled evenly in time
+    order to fill the rest, which keeps the shape of the steady load between faults.
+    """
+    invokes: dict[int, Op] = {}
+    rows: list[list[Any]] = []
+    for op in history:
+        if op.type == "invoke":
+            invokes[op.process] = op
+            continue
+        inv = invokes.pop(op.process, None)
+        if inv is None:
+            continue
+        rows.append([round((op.time - t0_ns) / 1e9, 3),
+                     round(max(op.time - inv.time, 0) / 1e6, 3), op.type, op.f])
+    if len(rows) <= limit:
+        return rows
+    bad = [r for r in rows if r[2] != "ok"]
+    good = [r for r in rows if r[2] == "ok"]
+    bad = _evenly(bad, limit)
+    kept = bad + _evenly(good, limit - len(bad))
+    kept.sort(key=lambda r: r[0])
+    return kept
+
+
+def _evenly(rows: list[list[Any]], n: int) -> list[list[Any]]:
+    """``n`` of ``rows`` spread evenly over them (all of them if there are no more)."""
+    if n <= 0:
+        return []
+    if len(rows) <= n:
+        return rows
+    return [rows[i * len(rows) // n] for i in range(n)]
 
 
 def merge(generations: Iterable[tuple[Sequence[Op], int | None]]) -> History:

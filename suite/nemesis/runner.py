@@ -61,7 +61,15 @@ from .failover import (
     map_engines,
 )
 from .provider import PROXIED_ENGINES, ProxiedProvider
-from .report import FaultRecord, NemesisReport, account, attribute, merge, relabel_keyed
+from .report import (
+    FaultRecord,
+    NemesisReport,
+    account,
+    attribute,
+    latency_series,
+    merge,
+    relabel_keyed,
+)
 from .worker import WorkerConfig, read_ops
 
 __all__ = ["KINDS", "NET_MODES", "NemesisConfig", "run_nemesis", "stack_kinds"]
@@ -564,6 +572,7 @@ class _Run:
         report.operations_by_call = dict(sorted(calls.items()))
         report.baseline = attribute(history, report.faults,
                                     self.load_end_ns or time.monotonic_ns())
+        report.latency = latency_series(history, round(self.t0 * 1e9))
         result_path = self.workdir / "final.json"
         if not result_path.exists():
             report.errors.append("no final state: the final worker wrote no result")
