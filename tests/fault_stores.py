@@ -12,7 +12,8 @@ Each is the seed's profile (``append_message``, ``get_history``, ``compact``,
   reply raises, and the append is stored once. Correct.
 - :func:`takeback`: a Redis list plus a PostgreSQL copy; when the PostgreSQL insert
   raises, the store takes the Redis entry back. Wrong exactly when PostgreSQL
-  committed and only the reply was lost: the tiers disagree forever (G11).
+  committed and only the reply was lost: the tiers disagree forever (G11). Its two
+  writes are shielded from cancellation, so every fault-free test passes it.
 
 Every store keeps its data under ``engines.store_namespace()`` (a key prefix, a table)
 and drops it on close unless ``engines.keep_data()``: fresh and dropped in the suite,
@@ -21,6 +22,7 @@ shared and kept across the nemesis's worker processes until its final read.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from collections import Counter
@@ -112,6 +114,11 @@ class TakebackStore(RedisListStore):
         self.table = table
 
     async def append_message(self, user_id: str, role: str, content: str) -> None:
+        # Shielded, so a cancelled caller cannot split the two writes: without faults this
+        # store passes the whole suite, cancellation tests included.
+        await asyncio.shield(self._append(user_id, role, content))
+
+    async def _append(self, user_id: str, role: str, content: str) -> None:
         item = json.dumps({"role": role, "content": content})
         await self.redis.rpush(self.key(user_id), item)
         try:
