@@ -96,7 +96,10 @@ class FaultScope:
         from .nemesis.provider import PROXIED_ENGINES
 
         if provided and name not in PROXIED_ENGINES:
-            self.unproxied[name] = "runs in the store's own process: no wire to fault"
+            several = "," in real.partition("://")[2].partition("/")[0]
+            self.unproxied[name] = ("a topology of several hosts: one proxy cannot stand in "
+                                    "for its members" if several else
+                                    "runs in the store's own process: no wire to fault")
             return real
         try:
             url = self.proxied.proxy_url(name, real)
