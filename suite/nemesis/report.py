@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..history import History, Op, Rec
+from ..history import History, Op, Rec, pair
 
 __all__ = ["LATENCY_POINTS", "FaultRecord", "NemesisReport", "account", "attribute",
            "latency_series", "merge", "percentiles"]
@@ -325,17 +325,10 @@ def latency_series(history: Iterable[Op], t0_ns: int, limit: int = LATENCY_POINT
     ``limit`` they are sampled evenly too) and the ``ok`` calls are sampled evenly in time
     order to fill the rest, which keeps the shape of the steady load between faults.
     """
-    invokes: dict[int, Op] = {}
-    rows: list[list[Any]] = []
-    for op in history:
-        if op.type == "invoke":
-            invokes[op.process] = op
-            continue
-        inv = invokes.pop(op.process, None)
-        if inv is None:
-            continue
-        rows.append([round((op.time - t0_ns) / 1e9, 3),
-                     round(max(op.time - inv.time, 0) / 1e6, 3), op.type, op.f])
+    rows: list[list[Any]] = sorted(
+        ([round((end.time - t0_ns) / 1e9, 3), round(max(end.time - c.invoke.time, 0) / 1e6, 3),
+          end.type, c.f] for c in pair(history) if (end := c.completion) is not None),
+        key=lambda row: float(row[0]))
     if len(rows) <= limit:
         return rows
     bad = [r for r in rows if r[2] != "ok"]
