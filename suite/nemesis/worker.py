@@ -37,6 +37,9 @@ __all__ = ["StreamedHistory", "WorkerConfig", "main"]
 RECOVER_PID = 99
 """Process number (within a generation) of the worker's own recover() calls."""
 FINAL_LIMIT = 100_000
+SHUTDOWN_BOUND = 10.0
+"""Seconds a load worker's clients and store get to wind down after SIGTERM (the runner
+waits 30 s before it calls the worker hung)."""
 
 
 @dataclass
@@ -196,7 +199,8 @@ async def run(config: WorkerConfig) -> int:
     workload = Workload(seed=config.seed * 1000 + config.generation,
                         ops=config.ops if config.ops is not None else sys.maxsize,
                         processes=config.clients, users=config.users, mix=Mix(**config.mix))
-    async with AsyncExitStack() as stack:
+    stack = AsyncExitStack()
+    try:
         store = await _open(config, stack)
         logged = LoggedStore(store, history)
         # Only the calls the store's profile has (a seed store has no search or forget).
@@ -206,6 +210,7 @@ async def run(config: WorkerConfig) -> int:
         await recoverer.call(recoverer.store.recover)
         if config.final:
             await _final(config, logged, workload, base)
+            await stack.aclose()
             history.close()
             return 0
         slots = itertools.count()
@@ -216,10 +221,27 @@ async def run(config: WorkerConfig) -> int:
         tasks = [asyncio.ensure_future(c.loop()) for c in clients]
         waiter = asyncio.ensure_future(stop.wait())
         await asyncio.wait([*tasks, waiter], return_when=asyncio.FIRST_COMPLETED)
-        for t in [*tasks, waiter]:
-            t.cancel()
+    except BaseException:
+        await stack.aclose()
+        history.close()
+        raise
+    for t in [*tasks, waiter]:
+        t.cancel()
+
+    async def shutdown() -> None:
         await asyncio.gather(*tasks, waiter, return_exceptions=True)
-    history.close()
+        await stack.aclose()
+
+    closing = asyncio.ensure_future(shutdown())
+    _, stuck = await asyncio.wait({closing}, timeout=SHUTDOWN_BOUND)
+    history.close()  # every op is already on disk: the history is whole either way
+    if stuck:
+        # A load worker's own close is not what the run judges (the final reader opens and
+        # closes the store again): say so in the worker's log and leave, rather than let
+        # the runner report a worker that ignored SIGTERM.
+        print(f"the store's clients and close did not finish {SHUTDOWN_BOUND:g} s after "
+              "SIGTERM; exiting without them", file=sys.stderr, flush=True)
+        os._exit(0)
     return 0
 
 
