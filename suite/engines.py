@@ -55,8 +55,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from nomnesia.adapters.engines.proxy import Proxy
+
     from .nemesis.provider import ProxiedProvider
-    from .nemesis.proxy import Proxy
 
 __all__ = ["KEEP_ENV", "NAMESPACE_ENV", "EngineProvider", "EngineSession", "FaultScope",
            "current_session", "engine_session", "engine_url", "fault_url", "keep_data",

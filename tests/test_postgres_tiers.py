@@ -289,9 +289,9 @@ async def test_answers_soon_after_a_network_partition_heals(engines: Any) -> Non
     """The pool backs off 1, 2, 4 s between reconnects; the store must not wait for it."""
     from urllib.parse import urlsplit
 
+    from nomnesia.adapters.engines.proxy import Proxy
     from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
     from nomnesia.adapters.tiered import TieredMemoryStore
-    from nomnesia.suite.nemesis.proxy import Proxy
 
     real = engines.url("postgres")
     target = urlsplit(real)

@@ -5,7 +5,8 @@ See docs/nemesis.md. ``python -m nomnesia.suite.nemesis --adapter pgvector --fau
 
 from __future__ import annotations
 
+from nomnesia.adapters.engines.proxy import MODES, Proxy, ProxyLoop
+
 from .provider import PROXIED_ENGINES, ProxiedProvider
-from .proxy import MODES, Proxy, ProxyLoop
 
 __all__ = ["MODES", "PROXIED_ENGINES", "ProxiedProvider", "Proxy", "ProxyLoop"]

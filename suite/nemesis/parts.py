@@ -29,7 +29,7 @@ import random
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from .proxy import Proxy
+from nomnesia.adapters.engines.proxy import Proxy
 
 __all__ = ["WIRE", "FaultPart", "Nemesis", "PausePart", "WirePart"]
 

@@ -12,7 +12,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from .proxy import Proxy, ProxyLoop
+from nomnesia.adapters.engines.proxy import Proxy, ProxyLoop
 
 __all__ = ["PROXIED_ENGINES", "ProxiedProvider"]
 

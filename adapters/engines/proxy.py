@@ -1,5 +1,11 @@
 """A TCP proxy that breaks the network between a store and one engine, on command.
 
+It lives with the engines because a replicated topology's members talk through
+proxies of their own (``resp_ha``): a replica's link to its primary can then lag
+or be cut while the store's own connections pass. Peers are told apart by the
+source address they connect from (``set_peers``); the suite's faults
+(``nomnesia.suite.nemesis``) drive the same proxies by mode.
+
 Failpoints fake a failed call inside the client; a real network fails in ways
 the client cannot see coming: a reply that never arrives although the write
 landed, a connection reset mid-request, a peer that accepts and then says
@@ -19,6 +25,10 @@ Modes (switch at any time; they act on open connections too):
   request landed, the client never knows. Connections opened meanwhile pass
   (a reply lost in a handshake only fails a connect, which loses no write).
 
+Per peer (``set_peers``): connections from given source addresses get a mode of their
+own, ``latency`` (a lagging link) or ``blackhole`` (a cut one), whatever the proxy's mode
+is for everyone else. Healing a cut closes what it held, as leaving ``blackhole`` does.
+
 The proxy runs its own event loop in a daemon thread, so a synchronous
 provider (``url()``), a pytest test and an asyncio store can all share it.
 """
@@ -30,7 +40,7 @@ import contextlib
 import socket
 import struct
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -83,6 +93,8 @@ class _Conn:
         self.requested = False  # a request went upstream since the last reply
         self.rounds = 0  # request/reply exchanges completed
         self.doomed = False  # drop-replies: swallow the next reply, then reset
+        peer = client.get_extra_info("peername")
+        self.peer: str = str(peer[0]) if peer else ""
 
     def abort(self) -> None:
         _abort(self.client)
@@ -106,6 +118,7 @@ class Proxy:
         self._server: asyncio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._conns: set[_Conn] = set()
+        self._peers: dict[str, tuple[str, float]] = {}
         self.accepted = 0
 
     @classmethod
@@ -127,39 +140,70 @@ class Proxy:
         """Switch mode; ``reset`` and ``drop-replies`` also act on open connections."""
         if mode not in MODES:
             raise ValueError(f"unknown proxy mode {mode!r}; known: {', '.join(MODES)}")
-        if self._loop is None:
-            raise RuntimeError("proxy not started")
-        loop = self._loop
 
         def apply() -> None:
             healed_stall = self.mode == "blackhole" and mode != "blackhole"
             self.mode, self.latency_ms = mode, latency_ms
             for conn in list(self._conns):
+                if conn.peer in self._peers:
+                    continue  # a peer with a mode of its own keeps it
                 if mode == "reset" or healed_stall:
                     conn.abort()
                 conn.doomed = mode == "drop-replies" and conn.rounds > 0
 
+        self._call(apply)
+
+    def set_peers(self, peers: set[str] | frozenset[str], mode: str,
+                  latency_ms: float = 0.0) -> None:
+        """Give connections from the source addresses ``peers`` a mode of their own
+        (``pass`` returns them to the proxy's mode); acts on open connections too."""
+        if mode not in ("pass", "latency", "blackhole"):
+            raise ValueError(f"a peer's mode is pass, latency or blackhole, not {mode!r}")
+
+        def apply() -> None:
+            for peer in peers:
+                was = self._mode_of(peer)[0]
+                if mode == "pass":
+                    self._peers.pop(peer, None)
+                else:
+                    self._peers[peer] = (mode, latency_ms)
+                if was == "blackhole" and mode != "blackhole":
+                    for conn in [c for c in self._conns if c.peer == peer]:
+                        conn.abort()
+
+        self._call(apply)
+
+    def _mode_of(self, peer: str) -> tuple[str, float]:
+        return self._peers.get(peer, (self.mode, self.latency_ms))
+
+    def _call(self, apply: Callable[[], None]) -> None:
+        """Run ``apply`` on the proxy's loop, from any thread, and wait for it."""
+        if self._loop is None:
+            raise RuntimeError("proxy not started")
+        loop = self._loop
         if _on_loop(loop):
             apply()
-        else:
-            done = threading.Event()
+            return
+        done = threading.Event()
 
-            def run() -> None:
-                try:
-                    apply()
-                finally:
-                    done.set()
+        def run() -> None:
+            try:
+                apply()
+            finally:
+                done.set()
 
-            loop.call_soon_threadsafe(run)
-            done.wait(10)
+        loop.call_soon_threadsafe(run)
+        done.wait(10)
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.accepted += 1
-        if self.mode == "reset":
+        peer = writer.get_extra_info("peername")
+        mode = self._mode_of(str(peer[0]) if peer else "")[0]
+        if mode == "reset":
             _abort(writer)
             return
         upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-        if self.mode != "blackhole":
+        if mode != "blackhole":
             try:
                 upstream = await asyncio.open_connection(*self.target)
             except OSError:
@@ -190,13 +234,13 @@ class Proxy:
                 data = await src.read(_CHUNK)
                 if not data:
                     break
-                mode = self.mode
+                mode, latency_ms = self._mode_of(conn.peer)
                 if mode == "blackhole":
                     continue
                 if mode == "reset":
                     break
-                if mode == "latency" and self.latency_ms > 0:
-                    await asyncio.sleep(self.latency_ms / 1000)  # the injected delay itself
+                if mode == "latency" and latency_ms > 0:
+                    await asyncio.sleep(latency_ms / 1000)  # the injected delay itself
                 if request:
                     conn.requested = True
                 elif conn.requested:
