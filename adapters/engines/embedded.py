@@ -28,6 +28,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
@@ -281,6 +282,34 @@ class EmbeddedProvider(Provider):
             raise ValueError(f"{engine} is a single instance: it has no failover")
         result: dict[str, float | int] = failover(self, freeze=freeze)
         return result
+
+    # -- links between a topology's members -------------------------------------
+
+    def link_faults(self, engine: str) -> tuple[str, ...]:
+        """The faults :meth:`lag_links` and :meth:`cut_primary` can cause on ``engine``'s
+        links between members (empty for a single instance), asked without starting it."""
+        return tuple(getattr(self._parts.get(engine), "link_faults", ()))
+
+    def lag_links(self, engine: str, ms: float) -> str:
+        """Delay ``engine``'s replication by ``ms``; the store's own links pass. What was
+        done (``resp_ha.SentinelGroup.lag_links``, ``postgres_ha.PostgresPair.lag_links``)."""
+        return str(self._linked(engine, "lag").lag_links(self, ms))
+
+    def cut_primary(self, engine: str) -> str:
+        """Cut ``engine``'s primary off from its replicas (and Sentinels); what was done."""
+        return str(self._linked(engine, "cut-primary").cut_primary(self))
+
+    def heal_links(self, engine: str) -> None:
+        """Undo :meth:`lag_links` and :meth:`cut_primary` on ``engine``."""
+        if self.link_faults(engine) and engine in self._urls:
+            self._parts[engine].heal_links(self)  # type: ignore[attr-defined]
+
+    def _linked(self, engine: str, fault: str) -> Any:
+        if fault not in self.link_faults(engine):
+            raise ValueError(f"{engine} has no {fault} fault on its links (it has: "
+                             f"{', '.join(self.link_faults(engine)) or 'none'})")
+        self.url(engine)
+        return self._parts[engine]
 
     # -- self-checks -------------------------------------------------------------
 

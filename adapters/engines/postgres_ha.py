@@ -213,6 +213,27 @@ class PostgresPair(EnginePart):
         self._members = [new, old]
         self._await_streaming(host)
 
+    # -- link faults -------------------------------------------------------------
+
+    link_faults: tuple[str, ...] = ("lag",)
+    """What ``EmbeddedProvider.lag_links`` can do to the pair (a cut is ``detach_standby``)."""
+
+    def lag_links(self, host: EngineHost, ms: float) -> str:
+        """Make the standby apply what it receives ``ms`` late
+        (``recovery_min_apply_delay``): a reader of the standby sees the past, while a
+        synchronous COMMIT still returns once the standby has *flushed* it, so writers
+        wait no longer. What was done."""
+        standby = self._members[1]
+        self._sql(host, standby, f"ALTER SYSTEM SET recovery_min_apply_delay = '{ms:g}ms'")
+        self._sql(host, standby, "SELECT pg_reload_conf()")
+        return f"{self.engine} standby :{standby.port} applies WAL {ms:g} ms late"
+
+    def heal_links(self, host: EngineHost) -> None:
+        """Both members apply at once again (the setting is reset on each)."""
+        for member in self._members:
+            self._sql(host, member, "ALTER SYSTEM RESET recovery_min_apply_delay")
+            self._sql(host, member, "SELECT pg_reload_conf()")
+
     # -- helpers -----------------------------------------------------------------
 
     def _await_streaming(self, host: EngineHost) -> None:

@@ -17,6 +17,18 @@ one it was vouched for under) until it is rebuilt from the archive.
 SIGKILLs the primary, the Sentinels find it down (``down-after-milliseconds``),
 agree and promote a replica; then it starts the old primary again, on its port,
 as a replica of the new one, and waits until the Sentinels count it again.
+
+Every member is reached through a proxy of its own (``proxy.Proxy``): each node
+announces its proxy's port (``replica-announce-port``) and the Sentinels monitor
+the primary at its proxy, so replicas, Sentinels and clients all dial proxies, before
+and after a failover (a Sentinel that saw a replica follow another address than the
+one it monitors would point it back at the primary within ``failover-timeout``).
+Each member connects from a source address of its own (``bind-source-addr``:
+``NODE_SOURCE`` and ``SENTINEL_SOURCE``), so a proxy tells a replication link from a
+Sentinel's link and from a client's, and can lag or cut one kind only
+(:meth:`SentinelGroup.lag_links`, :meth:`SentinelGroup.cut_primary`): the
+faults SPEC.md's "Faults" allows on a replicated topology, with the store's own
+connections untouched.
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ from nomnesia.suite.errors import BackendUnavailable
 from .part import EngineHost, EnginePart, Ready, Running
 from .part import freeze as _freeze
 from .part import thaw as _thaw
+from .proxy import Proxy, ProxyLoop
 from .resp_part import (
     NotYet,
     _answers_ping,
@@ -45,7 +58,8 @@ from .resp_part import (
     valkey_server_path,
 )
 
-__all__ = ["DOWN_AFTER_MS", "SERVICE", "TOPOLOGIES", "SentinelGroup", "sentinel_parts"]
+__all__ = ["DOWN_AFTER_MS", "NODE_SOURCE", "SENTINEL_SOURCE", "SERVICE", "TOPOLOGIES",
+           "SentinelGroup", "sentinel_parts"]
 
 SERVICE = "nomnesia"
 """The name the Sentinels monitor the group under (the URL's path)."""
@@ -59,6 +73,12 @@ FAILOVER_TIMEOUT_MS = 3000
 """Sentinel's ``failover-timeout``; a Sentinel that started a failover of one primary
 waits twice this before trying again, so it bounds back-to-back faults."""
 
+NODE_SOURCE = "127.0.0.{}"
+"""The source address node ``n<i>`` connects from (``.format(10 + i)``): its replication
+link, as its primary's proxy sees it."""
+SENTINEL_SOURCE = "127.0.0.{}"
+"""The source address Sentinel ``s<j>`` connects from (``.format(20 + j)``)."""
+
 TOPOLOGIES: dict[str, tuple[str, Callable[[], Path]]] = {
     "redis-sentinel": ("redis", redis_server_path),
     "valkey-sentinel": ("valkey", valkey_server_path),
@@ -69,11 +89,17 @@ TOPOLOGIES: dict[str, tuple[str, Callable[[], Path]]] = {
 
 @dataclass
 class Node:
-    """One process of the group: its name, port and the launch that runs it."""
+    """One process of the group: its name, the port everyone dials, the launch that runs it.
+
+    For a Redis node, ``port`` is its proxy's (what it announces and the Sentinels
+    name) and ``real`` the server's own; a Sentinel has no proxy (both the same)."""
 
     name: str
     port: int
     running: Running
+    real: int = 0
+    proxy: Proxy | None = None
+    source: str = "127.0.0.1"
 
 
 class SentinelGroup(EnginePart):
@@ -91,6 +117,7 @@ class SentinelGroup(EnginePart):
         self._sentinels: list[Node] = []
         self._home: Path | None = None
         self._lock = threading.Lock()
+        self._proxies: ProxyLoop | None = None
         self.failovers = 0
 
     # -- start -------------------------------------------------------------------
@@ -99,10 +126,12 @@ class SentinelGroup(EnginePart):
         home = self._home = host.workdir() / self.engine
         home.mkdir(exist_ok=True)
         binary = self.server()
-        primary = self._start_node(host, binary, "n0", None, None)
+        self._proxies = ProxyLoop()
+        primary = self._start_node(host, binary, self._new_node("n0"), None)
         self._nodes = [primary]
         for i in range(1, self._replicas + 1):
-            self._nodes.append(self._start_node(host, binary, f"n{i}", None, primary.port))
+            self._nodes.append(self._start_node(host, binary, self._new_node(f"n{i}"),
+                                                primary.port))
         self._await_replicas(host, primary.port)
         for i in range(self._sentinel_count):
             self._sentinels.append(self._start_sentinel(host, binary, f"s{i}", primary.port))
@@ -123,40 +152,57 @@ class SentinelGroup(EnginePart):
     def replica_urls(self) -> list[str]:
         return [f"redis://127.0.0.1:{n.port}/0" for n in self._nodes[1:]]
 
-    def _start_node(self, host: EngineHost, binary: Path, name: str, port: int | None,
+    def _new_node(self, name: str) -> Node:
+        """A node not started yet: its proxy (listening, target set at launch) and source."""
+        assert self._proxies is not None
+        proxy = self._proxies.run(Proxy.start("127.0.0.1", 0, f"{self.engine}-{name}"))
+        source = NODE_SOURCE.format(10 + int(name[1:]))
+        return Node(name, proxy.port, None, 0, proxy, source)  # type: ignore[arg-type]
+
+    def _start_node(self, host: EngineHost, binary: Path, node: Node,
                     primary: int | None) -> Node:
-        assert self._home is not None
-        home = self._home / name
+        """Start ``node`` (on its old port if it had one), a replica of the node whose
+        proxy is at ``primary`` unless None; ``node`` with its launch."""
+        assert self._home is not None and node.proxy is not None
+        home = self._home / node.name
         home.mkdir(exist_ok=True)
-        log = self._home / f"{name}.log"
+        log = self._home / f"{node.name}.log"
         launched: list[Running] = []
+        proxy = node.proxy
 
         def start(at: int) -> tuple[Running, Ready]:
+            proxy.target = ("127.0.0.1", at)
             # a replica's full sync starts at once (the default waits 5 s for others
             # to join it): a rejoin after a failover takes 3 s, not 8
             argv = [*node_argv(host, self.engine, binary, at, home),
-                    "--repl-diskless-sync-delay", "0"]
+                    "--repl-diskless-sync-delay", "0",
+                    "--replica-announce-ip", "127.0.0.1",
+                    "--replica-announce-port", str(node.port),
+                    "--bind-source-addr", node.source]
             if primary is not None:
                 argv += ["--replicaof", "127.0.0.1", str(primary)]
             launched.append(host.launch(self.engine, argv, log))
             return launched[-1], lambda: _answers_ping(at)
 
-        if port is None:
-            port = host.on_free_port(self.engine, start)
+        if node.real == 0:
+            node.real = host.on_free_port(self.engine, start)
         else:
-            host.on_port(self.engine, port, start)
-        return Node(name, port, launched[-1])
+            host.on_port(self.engine, node.real, start)
+        node.running = launched[-1]
+        return node
 
     def _start_sentinel(self, host: EngineHost, binary: Path, name: str,
                         primary: int) -> Node:
         assert self._home is not None
         home = self._home
         launched: list[Running] = []
+        source = SENTINEL_SOURCE.format(20 + int(name[1:]))
 
         def start(at: int) -> tuple[Running, Ready]:
             conf = home / f"{name}.conf"  # a Sentinel rewrites its file: one each
             conf.write_text(
-                f"port {at}\nbind 127.0.0.1\ndir {home}\n"
+                f"port {at}\nbind 127.0.0.1\ndir {home}\nbind-source-addr {source}\n"
+                "sentinel announce-ip 127.0.0.1\n"
                 f"sentinel monitor {SERVICE} 127.0.0.1 {primary} 2\n"
                 f"sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}\n"
                 f"sentinel failover-timeout {SERVICE} {FAILOVER_TIMEOUT_MS}\n"
@@ -166,7 +212,7 @@ class SentinelGroup(EnginePart):
             return launched[-1], lambda: _answers_ping(at)
 
         port = host.on_free_port(self.engine, start)
-        return Node(name, port, launched[-1])
+        return Node(name, port, launched[-1], port, None, source)
 
     # -- failover ----------------------------------------------------------------
 
@@ -197,8 +243,7 @@ class SentinelGroup(EnginePart):
                 self._nodes.remove(old)
                 primary = self._await(host, lambda: self._agreed_primary(exclude=old.port),
                                       "the Sentinels did not agree on a primary")
-                self._nodes.append(self._start_node(host, self.server(), old.name, old.port,
-                                                    primary))
+                self._nodes.append(self._start_node(host, self.server(), old, primary))
             self._settle(host)
             self.failovers += 1
             return {"promoted_s": round(promoted - began, 3),
@@ -273,6 +318,45 @@ class SentinelGroup(EnginePart):
     def _await(self, host: EngineHost, check: Callable[[], Any], what: str) -> Any:
         return poll_group(host, self.engine, check, what,
                           [(n.name, n.running.log) for n in [*self._nodes, *self._sentinels]])
+
+    # -- link faults -------------------------------------------------------------
+
+    link_faults: tuple[str, ...] = ("lag", "cut-primary")
+    """The faults on links between members this topology can cause (``EmbeddedProvider``)."""
+
+    def lag_links(self, host: EngineHost, ms: float) -> str:
+        """Delay every replication link by ``ms`` (each node's proxy holds what the other
+        nodes send and receive on it); clients' and Sentinels' links pass. What was done."""
+        nodes = {node.source for node in self._nodes}
+        for node in self._nodes:
+            assert node.proxy is not None
+            node.proxy.set_peers(nodes - {node.source}, "latency", ms)
+        return f"replication links of {self.engine} delayed by {ms:g} ms"
+
+    def cut_primary(self, host: EngineHost) -> str:
+        """Cut the primary off from its replicas and the Sentinels (its clients still reach
+        it): it writes alone while the others may elect another. What was done."""
+        primary = self._nodes[0]
+        assert primary.proxy is not None
+        others = {n.source for n in [*self._nodes, *self._sentinels]} - {primary.source}
+        primary.proxy.set_peers(others, "blackhole")
+        return f"{self.engine} primary :{primary.port} cut off from its replicas and Sentinels"
+
+    def heal_links(self, host: EngineHost) -> None:
+        """Every link between members passes again (a cut link's connections are closed)."""
+        sources = {n.source for n in [*self._nodes, *self._sentinels]}
+        for node in self._nodes:
+            assert node.proxy is not None
+            node.proxy.set_peers(sources, "pass")
+
+    def release(self, directory: Path) -> None:
+        """Stop the members' proxies (the host has stopped the members)."""
+        proxies, self._proxies = self._proxies, None
+        if proxies is not None:
+            for node in self._nodes:
+                if node.proxy is not None:
+                    proxies.run(node.proxy.aclose())
+            proxies.close()
 
     # -- checks ------------------------------------------------------------------
 
