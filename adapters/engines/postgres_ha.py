@@ -31,7 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tenacity import Retrying, retry_if_result, stop_after_delay, wait_exponential
+from tenacity import (
+    Retrying,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from nomnesia.suite.errors import BackendUnavailable
 
@@ -237,14 +243,25 @@ class PostgresPair(EnginePart):
     # -- helpers -----------------------------------------------------------------
 
     def _await_streaming(self, host: EngineHost) -> None:
-        """Wait (bounded) until the primary streams to the standby, as ``sync`` if it should."""
+        """Wait (bounded) until the primary streams to the standby, as ``sync`` if it should,
+        and the standby takes read-only connections (hot standby): a store that reads the
+        standby (``target_session_attrs=standby``) must find it from the first call."""
         want = "sync" if self.synchronous else "async"
         query = "SELECT sync_state FROM pg_stat_replication WHERE state = 'streaming';"
+
+        def states() -> list[str]:
+            found = self._sql(host, self._members[0], query).split()
+            if want in found and "t" not in self._sql(
+                    host, self._members[1], "SELECT pg_is_in_recovery();").split():
+                return []
+            return found
+
         retrying = Retrying(stop=stop_after_delay(READY_TIMEOUT * host.slowdown),
                             wait=wait_exponential(multiplier=0.01, max=0.2),
-                            retry=retry_if_result(lambda states: want not in states))
+                            retry=retry_if_result(lambda states: want not in states)
+                            | retry_if_exception_type(BackendUnavailable))
         try:
-            retrying(lambda: self._sql(host, self._members[0], query).split())
+            retrying(states)
         except Exception as exc:
             raise BackendUnavailable(
                 self.engine, f"the standby did not stream ({want}) within "

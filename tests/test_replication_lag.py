@@ -1,0 +1,99 @@
+"""Replication lag: the suite catches a store that reads a replica, and only that store.
+
+The controls (``replica_stores.py``) write a user's history to the primary and read it
+from the primary or from a replica, on the suite's ``redis-sentinel`` and
+``postgres-ha``, run through ``--store`` as a user would. The proxy's modes per peer,
+which the lag rides on, are tested without engines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+# Imported here, before pytester's inline runs: a run that imports psycopg first drops it
+# from sys.modules when it ends, while psycopg's compiled part keeps raising the first
+# import's exception classes, which the next run's psycopg then fails to catch.
+import psycopg  # noqa: F401
+import pytest
+
+from nomnesia.adapters.engines.proxy import Proxy
+
+pytest_plugins = ("pytester",)
+
+SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly",
+         "-k", "replication_lag")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _quiet_ini(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+
+
+def _run(pytester: pytest.Pytester, factory: str) -> tuple[int, dict[str, str], int]:
+    """The replication-lag test on ``factory``: (passed, failures by node id, skipped)."""
+    pytester.syspathinsert(str(ROOT))
+    reprec = pytester.inline_run(*SUITE, "--store", f"tests.replica_stores:{factory}",
+                                 "--nomnesia-seed", "20261207")
+    passed, skipped, failed = reprec.listoutcomes()
+    return len(passed), {r.nodeid: r.longreprtext for r in failed}, len(skipped)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factory", ["sentinel_replica", "postgres_standby"])
+def test_a_store_that_reads_a_replica_is_caught_under_g3(pytester: pytest.Pytester,
+                                                        factory: str) -> None:
+    _, failures, _ = _run(pytester, factory)
+    assert len(failures) == 1, failures
+    (text,) = failures.values()
+    assert re.search(r"^G3 read your writes: read \d+ .* misses .* reappears", text,
+                     re.MULTILINE), text[:2000]
+    assert "delayed by 300 ms" in text or "applies WAL 300 ms late" in text, text[:2000]
+    assert "--nomnesia-seed 20261207" in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factory", ["sentinel_primary", "postgres_primary"])
+def test_the_same_store_reading_the_primary_passes(pytester: pytest.Pytester,
+                                                   factory: str) -> None:
+    passed, failures, skipped = _run(pytester, factory)
+    assert (passed, failures, skipped) == (1, {}, 0)
+
+
+async def _echo_through(proxy_for: list[Proxy], source: str) -> float:
+    """Seconds one echo takes through a fresh proxy, the client bound to ``source``."""
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(await reader.read(100))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(echo, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    proxy = await Proxy.start("127.0.0.1", port)
+    proxy_for.append(proxy)
+    proxy.set_peers({"127.0.0.9"}, "latency", 300)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port,
+                                                   local_addr=(source, 0))
+    writer.write(b"ping")
+    await writer.drain()
+    assert await asyncio.wait_for(reader.read(100), 5) == b"ping"
+    writer.close()
+    await proxy.aclose()
+    server.close()
+    return loop.time() - began
+
+
+async def test_a_peer_mode_delays_that_peer_only() -> None:
+    proxies: list[Proxy] = []
+    assert await _echo_through(proxies, "127.0.0.9") >= 0.6  # 300 ms each way
+    assert await _echo_through(proxies, "127.0.0.1") < 0.3
+
+
+def test_a_peer_mode_is_pass_latency_or_blackhole() -> None:
+    proxy = Proxy("127.0.0.1", 1)
+    with pytest.raises(ValueError, match="pass, latency or blackhole"):
+        proxy.set_peers({"127.0.0.9"}, "reset")
