@@ -118,6 +118,7 @@ class SentinelGroup(EnginePart):
         self._home: Path | None = None
         self._lock = threading.Lock()
         self._proxies: ProxyLoop | None = None
+        self._cut = False
         self.failovers = 0
 
     # -- start -------------------------------------------------------------------
@@ -340,14 +341,27 @@ class SentinelGroup(EnginePart):
         assert primary.proxy is not None
         others = {n.source for n in [*self._nodes, *self._sentinels]} - {primary.source}
         primary.proxy.set_peers(others, "blackhole")
+        self._cut = True
         return f"{self.engine} primary :{primary.port} cut off from its replicas and Sentinels"
 
+    def agreed_primary(self) -> int:
+        """The port (a proxy's) every Sentinel names as the primary now, once it is one;
+        raises ``NotYet`` while they disagree or fail over."""
+        return self._agreed_primary()
+
     def heal_links(self, host: EngineHost) -> None:
-        """Every link between members passes again (a cut link's connections are closed)."""
+        """Every link between members passes again (a cut link's connections are closed).
+        After a cut, wait (bounded) until the group settles: the Sentinels agree on one
+        primary, which has every replica online (an old primary that wrote alone is
+        demoted by them, and what it wrote alone is gone)."""
         sources = {n.source for n in [*self._nodes, *self._sentinels]}
         for node in self._nodes:
             assert node.proxy is not None
             node.proxy.set_peers(sources, "pass")
+        if self._cut:
+            self._cut = False
+            with self._lock:
+                self._settle(host)
 
     def release(self, directory: Path) -> None:
         """Stop the members' proxies (the host has stopped the members)."""
