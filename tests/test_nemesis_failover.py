@@ -184,7 +184,7 @@ def test_failovers_get_a_third_of_a_mixed_run_at_seeded_places() -> None:
     assert schedule == fault_schedule(kinds, 200, random.Random(1))
     assert schedule != fault_schedule(kinds, 200, random.Random(2))
     assert schedule[:20].count("failover") not in (0, 20)  # shuffled, not in one block
-    five = fault_schedule(KINDS, 200, random.Random(3))
+    five = fault_schedule(("crash", "pause", "kill", "net", "failover"), 200, random.Random(3))
     assert five is not None and five.count("failover") == 67
     assert all(five.count(k) > 20 for k in ("crash", "pause", "kill", "net"))
     assert fault_schedule(("crash", "failover"), 10, random.Random(1), share=0.5
@@ -202,13 +202,17 @@ def test_every_kind_means_every_kind_that_applies_to_the_stack() -> None:
     assert stack_kinds(KINDS, networked=True, replicated=False) == (
         "crash", "pause", "kill", "net")
     assert stack_kinds(KINDS, networked=False, replicated=True) == ("crash", "failover")
-    assert stack_kinds(KINDS, networked=True, replicated=True) == KINDS
+    assert stack_kinds(KINDS, networked=True, replicated=True) == (
+        "crash", "pause", "kill", "net", "failover")
+    assert stack_kinds(KINDS, networked=True, replicated=True, linked=True) == KINDS
     assert stack_kinds(("crash", "failover"), networked=False, replicated=True) == (
         "crash", "failover")
     with pytest.raises(ValueError, match="failover needs a replicated engine"):
         stack_kinds(("crash", "failover"), networked=True, replicated=False)
     with pytest.raises(ValueError, match="pause needs a networked engine"):
         stack_kinds(("pause",), networked=False, replicated=True)
+    with pytest.raises(ValueError, match="link needs a replicated engine whose links"):
+        stack_kinds(("link",), networked=True, replicated=True)
 
 
 class _AskingProvider:

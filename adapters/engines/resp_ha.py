@@ -336,18 +336,18 @@ class SentinelGroup(EnginePart):
 
     def cut_primary(self, host: EngineHost) -> str:
         """Cut the primary off from its replicas and the Sentinels (its clients still reach
-        it): it writes alone while the others may elect another. What was done."""
+        it), and wait (bounded) until the Sentinels have promoted another: from then on the
+        old primary acknowledges writes alone, which the heal will discard. What was done."""
         primary = self._nodes[0]
         assert primary.proxy is not None
         others = {n.source for n in [*self._nodes, *self._sentinels]} - {primary.source}
+        began = time.monotonic()
         primary.proxy.set_peers(others, "blackhole")
         self._cut = True
-        return f"{self.engine} primary :{primary.port} cut off from its replicas and Sentinels"
-
-    def agreed_primary(self) -> int:
-        """The port (a proxy's) every Sentinel names as the primary now, once it is one;
-        raises ``NotYet`` while they disagree or fail over."""
-        return self._agreed_primary()
+        promoted = self._await(host, lambda: self._agreed_primary(exclude=primary.port),
+                               f"no Sentinel promoted a replica of the cut-off :{primary.port}")
+        return (f"{self.engine} primary :{primary.port} cut off from its replicas and "
+                f"Sentinels; :{promoted} promoted after {time.monotonic() - began:.2f} s")
 
     def heal_links(self, host: EngineHost) -> None:
         """Every link between members passes again (a cut link's connections are closed).

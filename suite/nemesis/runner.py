@@ -11,9 +11,14 @@ Between bursts of load the runner injects one fault, seeded:
 - ``failover``: the provider fails a replicated engine over (``postgres-ha``: kill the
   primary, promote the standby, rejoin the old primary as standby), in a thread while
   the load goes on; the same URL reaches the new primary. See ``failover.py``.
+- ``link``: on a replicated engine whose members talk through proxies, delay every
+  replication link (50 ms to 1 s) or cut the primary off from its replicas and
+  Sentinels until they promote another, then heal (``EmbeddedProvider.lag_links``,
+  ``cut_primary``, ``heal_links``; docs/topologies.md).
 
 Every kind applies to a stack only where it has something to hit: ``pause``, ``kill``
-and ``net`` need a networked engine behind a proxy, ``failover`` a replicated engine.
+and ``net`` need a networked engine behind a proxy, ``failover`` a replicated engine,
+``link`` one whose links the provider can delay or cut.
 The default (every kind, ``--kinds all``) is every kind that applies; a kind named
 explicitly that does not apply is an error.
 
@@ -74,7 +79,10 @@ from .worker import WorkerConfig, read_ops
 
 __all__ = ["KINDS", "NET_MODES", "NemesisConfig", "run_nemesis", "stack_kinds"]
 
-KINDS: tuple[str, ...] = ("crash", "pause", "kill", "net", "failover")
+KINDS: tuple[str, ...] = ("crash", "pause", "kill", "net", "failover", "link")
+LINK_LAGS_MS: tuple[float, ...] = (50.0, 300.0, 1000.0)
+"""The replication lags a ``link`` fault draws from: below, near and above a store's round
+trip and a second, as a busy network or a replica catching up shows them."""
 NET_MODES: tuple[str, ...] = ("latency", "reset", "blackhole", "drop-replies")
 ANSWER_BOUND = 30.0
 """Seconds the runner waits for the store to answer after a fault before giving up on it."""
@@ -212,9 +220,10 @@ class _Run:
         self.engines = map_engines(tuple(engines), cfg.engine_map)
         self.targets = [e for e in self.engines if e in PROXIED_ENGINES]
         self.replicated = list(failover_engines(provider, self.engines))
+        self.linked = link_engines(provider, self.engines)
         self.cascade = list(self.replicated) if cfg.cascade else []  # whatever the targets
         self.kinds = stack_kinds(cfg.kinds, networked=bool(self.targets),
-                                 replicated=bool(self.replicated))
+                                 replicated=bool(self.replicated), linked=bool(self.linked))
         wanted_kills = cfg.targets.get("kill")
         self.kill_targets: list[str] | None = list(wanted_kills) if wanted_kills else None
         if cfg.user and "kill" in self.kinds:
@@ -402,6 +411,8 @@ class _Run:
                                started_ns=started_ns)
         if kind == "failover":
             return await self._failover()
+        if kind == "link":
+            return await self._link(hold)
         allowed = self.kill_targets if kind == "kill" else self.cfg.targets.get(kind)
         target = rng.choice([t for t in self.targets if allowed is None or t in allowed]
                             or self.targets)
@@ -459,6 +470,31 @@ class _Run:
         return FaultRecord("failover", target, "+".join(details), started,
                            time.monotonic() - begin, note="; ".join(notes),
                            started_ns=started_ns, figures=figures)
+
+    async def _link(self, hold: float) -> FaultRecord:
+        """Delay every replication link of a replicated engine for ``hold`` seconds, or cut
+        its primary off from its replicas and Sentinels until they promote another (the
+        provider's call returns then), then heal. Both run in a thread: the provider
+        waits on the engines, and the workers keep calling the store meanwhile."""
+        target = self.rng.choice(self.linked)
+        fault = self.rng.choice(self.provider.link_faults(target))
+        started, started_ns, begin = self._mark()
+        if fault == "lag":
+            ms = self.rng.choice(LINK_LAGS_MS)
+            note = await asyncio.to_thread(self.provider.lag_links, target, ms)
+            detail = f"lag{int(ms)}ms"
+        else:
+            note = ""
+            detail = fault
+        try:
+            if fault == "lag":
+                await asyncio.sleep(hold)  # the fault's duration
+            else:
+                note = await asyncio.to_thread(self.provider.cut_primary, target)
+        finally:
+            await asyncio.to_thread(self.provider.heal_links, target)
+        return FaultRecord("link", target, detail, started, time.monotonic() - begin,
+                           note=note, started_ns=started_ns)
 
     def _restart(self, target: str) -> float:
         started = time.monotonic()
@@ -645,22 +681,32 @@ def _user_engines(cfg: NemesisConfig, provider: Any) -> list[str]:
     return asked
 
 
-def stack_kinds(kinds: Sequence[str], *, networked: bool, replicated: bool) -> tuple[str, ...]:
+def link_engines(provider: Any, engines: Sequence[str]) -> list[str]:
+    """The engines of ``engines`` whose links between members ``provider`` can delay or cut
+    (``link_faults``), asked without starting anything."""
+    ask = getattr(provider, "link_faults", None)
+    return [engine for engine in engines if callable(ask) and ask(engine)]
+
+
+def stack_kinds(kinds: Sequence[str], *, networked: bool, replicated: bool,
+                linked: bool = False) -> tuple[str, ...]:
     """The fault kinds a run on this stack draws from.
 
     ``pause``, ``kill`` and ``net`` need a networked engine (one behind a proxy),
-    ``failover`` a replicated one. Every kind (the default, ``all``) means every kind
-    that applies, so ``--kinds all`` keeps working on any stack and includes failovers
-    where there are some; a kind named explicitly that does not apply is an error,
-    not a silent run without it.
+    ``failover`` a replicated one, ``link`` one whose links the provider can fault.
+    Every kind (the default, ``all``) means every kind that applies, so ``--kinds all``
+    keeps working on any stack and includes failovers where there are some; a kind named
+    explicitly that does not apply is an error, not a silent run without it.
     """
     applies = {"crash": True, "pause": networked, "kill": networked, "net": networked,
-               "failover": replicated}
+               "failover": replicated, "link": linked}
     if tuple(kinds) == KINDS:
         return tuple(kind for kind in KINDS if applies[kind])
     missing = [kind for kind in kinds if not applies.get(kind, False)]
     if missing:
-        needs = {"failover": "a replicated engine (postgres-ha ...)"}
+        needs = {"failover": "a replicated engine (postgres-ha ...)",
+                 "link": "a replicated engine whose links the provider can delay or cut "
+                         "(redis-sentinel, valkey-sentinel, postgres-ha; embedded engines)"}
         raise ValueError("fault kinds that do not apply to this stack: " + ", ".join(
             f"{kind} needs {needs.get(kind, 'a networked engine')}" for kind in missing))
     return tuple(kinds)
