@@ -9,12 +9,20 @@ which the lag rides on, are tested without engines.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from pathlib import Path
 
 # Imported here, before pytester's inline runs: a run that imports psycopg first drops it
 # from sys.modules when it ends, while psycopg's compiled part keeps raising the first
 # import's exception classes, which the next run's psycopg then fails to catch.
+import psutil
 import psycopg  # noqa: F401
 import pytest
 
@@ -97,3 +105,60 @@ def test_a_peer_mode_is_pass_latency_or_blackhole() -> None:
     proxy = Proxy("127.0.0.1", 1)
     with pytest.raises(ValueError, match="pass, latency or blackhole"):
         proxy.set_peers({"127.0.0.9"}, "reset")
+
+
+_PARTITIONED = textwrap.dedent("""
+    import json, sys, time
+    from nomnesia.adapters.engines import EmbeddedProvider
+    provider = EmbeddedProvider()
+    provider.url("postgres-ha")
+    provider.lag_links("postgres-ha", 1000)
+    provider.lag_links("redis-sentinel", 1000)
+    provider.cut_primary("redis-sentinel")  # returns once the Sentinels promoted another
+    print(json.dumps({"dir": str(provider.directory), "watchdog": provider._watchdog.pid}),
+          flush=True)
+    time.sleep(120)
+""")
+
+
+@pytest.mark.slow
+def test_a_partitioned_run_killed_leaves_nothing_behind() -> None:
+    """SIGKILL of a run mid-partition: within 10 s no engine process, proxy or directory is
+    left (the proxies are threads of the run; the watchdog takes the engines)."""
+    child = subprocess.Popen([sys.executable, "-c", _PARTITIONED], stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        assert child.stdout is not None
+        info = json.loads(child.stdout.readline())
+        processes = [p for p in psutil.Process(child.pid).children(recursive=True)
+                     if p.pid != info["watchdog"]]
+        ports = {c.laddr.port for c in psutil.Process(child.pid).net_connections("tcp")
+                 if c.status == psutil.CONN_LISTEN}
+        directory = Path(info["dir"])
+        assert directory.is_dir() and len(processes) >= 8 and ports  # 2 postgres, 6 redis
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+
+    def left() -> list[str]:
+        alive = [f"pid {p.pid}" for p in processes if _running(p)]
+        listening = {c.laddr.port for c in psutil.net_connections("tcp")
+                     if c.status == psutil.CONN_LISTEN} & ports
+        return alive + [f"port {port}" for port in sorted(listening)] + (
+            [str(directory)] if directory.exists() else [])
+
+    deadline = time.monotonic() + 10
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.1)  # bounded poll: the watchdog's cleanup
+    remaining = left()
+    for proc in processes:  # never leave them behind, even when failing
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    assert not remaining, f"left behind 10 s after SIGKILL: {remaining}"
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
