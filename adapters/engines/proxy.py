@@ -75,8 +75,19 @@ class ProxyLoop:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def close(self) -> None:
+        """Cancel what still runs on the loop (connections the proxies held), then stop it:
+        a task left pending would be destroyed with the loop, and say so on stderr."""
         if self.loop.is_closed():
             return
+
+        async def cancel_all() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        with contextlib.suppress(Exception):
+            self.run(cancel_all(), timeout=10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)
         self.loop.close()
