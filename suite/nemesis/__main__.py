@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .commands import parse_commands
 from .failover import FAILOVER_SHARE, FREEZE_SHARE, parse_assignments
 from .runner import KINDS, NemesisConfig, kinds_of, run_nemesis
 
@@ -78,6 +79,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "(e.g. nomnesia.suite.nemesis.broken:open_late_tiers)")
     parser.add_argument("--replicas", type=int, default=1,
                         help="load workers on the namespace at once (stores get shared=True)")
+    parser.add_argument("--backends", default="embedded", choices=("embedded", "external"),
+                        help="embedded (default: the nemesis starts the engines) or external "
+                        "(your servers from NOMNESIA_*_URL; wire faults through the proxy, "
+                        "the rest through --fault-command)")
+    parser.add_argument("--fault-command", action="append", default=[], metavar="KIND=COMMAND",
+                        help="your command for a fault the nemesis cannot cause on your "
+                        "deployment: failover, pause and resume, kill and restart; {engine} "
+                        "and {url} are replaced (repeat the option; docs/faults.md)")
     parser.add_argument("--async-commit", action="store_true",
                         help="leave PostgreSQL's synchronous_commit off (the embedded default)")
     args = parser.parse_args(argv)
@@ -107,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                for kind, text in (("kill", args.kill_targets),
                                   ("failover", args.failover_targets)) if text}
     try:
+        commands = parse_commands(args.fault_command)
         engine_map = parse_assignments(args.engine_map)
         mix = {name: float(value) for name, value in parse_assignments(args.mix).items()}
     except ValueError as exc:
@@ -118,6 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         failover_share=args.failover_share, engine_map=engine_map,
                         freeze_share=args.freeze_share,
                         lag=args.lag, cascade=args.cascade, mix=mix,
+                        backends=args.backends, commands=commands,
                         log=lambda line: print(line, flush=True))
     try:
         report = asyncio.run(run_nemesis(cfg))

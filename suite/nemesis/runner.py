@@ -48,7 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,12 @@ class NemesisConfig:
     """Acknowledged calls the worker must make between two faults (the load)."""
     clients: int = 3
     pace: float = 0.002
+    backends: str = "embedded"
+    """Where the engines come from when the nemesis makes its own provider: ``embedded``
+    (it starts them), or ``external`` (your servers, ``NOMNESIA_*_URL``)."""
+    commands: Mapping[str, str] = field(default_factory=dict)
+    """The user's commands for faults the nemesis cannot cause on their deployment
+    (``commands.py``: failover, pause/resume, kill/restart)."""
     durable_postgres: bool = True
     """Run PostgreSQL with synchronous_commit=on, as production does (the embedded
     default is off, and a killed server then loses acknowledged commits)."""
@@ -224,9 +230,10 @@ class _Run:
         self.cascade = list(self.replicated) if cfg.cascade else []  # whatever the targets
         self.kinds = stack_kinds(cfg.kinds, networked=bool(self.targets),
                                  replicated=bool(self.replicated), linked=bool(self.linked))
+        self._engine_faults(cfg)
         wanted_kills = cfg.targets.get("kill")
         self.kill_targets: list[str] | None = list(wanted_kills) if wanted_kills else None
-        if cfg.user and "kill" in self.kinds:
+        if cfg.user and "kill" in self.kinds and "kill" not in cfg.commands:
             self._durable_kills()
         if "failover" in self.kinds and (wanted := cfg.targets.get("failover")) is not None:
             self.replicated = [e for e in self.replicated if e in wanted]
@@ -260,6 +267,27 @@ class _Run:
         self.urls: dict[str, str] = {}
         self.real: dict[str, str] = {}
         self.load_end_ns: int | None = None
+
+    def _engine_faults(self, cfg: NemesisConfig) -> None:
+        """Pause and kill hit processes: the nemesis's own (embedded engines) or through the
+        user's commands. Where neither can, ``all`` leaves them out and naming them is an
+        error, as for any kind that does not apply."""
+        from nomnesia.adapters.engines import EmbeddedProvider
+
+        commands = cfg.commands
+        # one control for both: the user's commands once any is given, else the nemesis's
+        own = isinstance(getattr(self.provider, "inner", self.provider), EmbeddedProvider) \
+            and not commands.keys() & {"pause", "kill"}
+        missing = [kind for kind in ("pause", "kill") if kind in self.kinds
+                   and kind not in commands and not own]
+        if not missing:
+            return
+        if tuple(cfg.kinds) == KINDS:
+            self.kinds = tuple(k for k in self.kinds if k not in missing)
+            return
+        raise ValueError(f"{' and '.join(missing)} need engines the nemesis started, or "
+                         "your commands for them on your deployment (--fault-command "
+                         "pause=... resume=..., kill=... restart=...; docs/faults.md)")
 
     def _durable_kills(self) -> None:
         """A user's store may keep its only copy in an engine the nemesis runs without
@@ -520,13 +548,18 @@ class _Run:
     async def _run(self, real: dict[str, str]) -> NemesisReport:
         cfg = self.cfg
         self.real = real
-        if cfg.durable_postgres and "postgres" in real:
+        if cfg.durable_postgres and "postgres" in real and cfg.backends == "embedded":
             await asyncio.to_thread(_synchronous_commit, real["postgres"])
         self.urls = await asyncio.to_thread(self.proxied.urls, *self.engines)
         if {"pause", "kill"} & set(self.kinds):
             from nomnesia.adapters.engines import EngineControl
 
-            self.control = EngineControl(self.provider)
+            if cfg.commands.keys() & {"pause", "kill"}:
+                from .commands import CommandControl
+
+                self.control = CommandControl(self.provider)
+            else:
+                self.control = EngineControl(self.provider)
         try:
             for _ in range(cfg.replicas):
                 await self.spawn()
@@ -651,20 +684,27 @@ async def run_nemesis(cfg: NemesisConfig, provider: Any = None) -> NemesisReport
         raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
     own = provider is None
     if own:
-        from nomnesia.adapters.engines import EmbeddedProvider
+        from nomnesia.adapters.engines import EmbeddedProvider, get_provider
 
-        provider = EmbeddedProvider()
-    elif {"pause", "kill"} & set(cfg.kinds):
+        provider = EmbeddedProvider() if cfg.backends == "embedded" else \
+            get_provider(cfg.backends)
+    elif {"pause", "kill"} & set(cfg.kinds) - set(cfg.commands):
         from nomnesia.adapters.engines import EmbeddedProvider
 
         if not isinstance(provider, EmbeddedProvider):
-            raise ValueError("engine faults (pause, kill) need an EmbeddedProvider")
+            raise ValueError("engine faults (pause, kill) need an EmbeddedProvider or the "
+                             "user's commands for them (--fault-command)")
+    closing = provider
+    if cfg.commands:
+        from .commands import CommandFaults
+
+        provider = CommandFaults(provider, cfg.commands)
     try:
         engines = await asyncio.to_thread(_user_engines, cfg, provider) if cfg.user else None
         return await _Run(cfg, provider, engines).run()
     finally:
         if own:
-            await asyncio.to_thread(provider.close)
+            await asyncio.to_thread(closing.close)
 
 
 def _user_engines(cfg: NemesisConfig, provider: Any) -> list[str]:
