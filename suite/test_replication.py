@@ -5,8 +5,8 @@ starts after an append returned sees it"), so a store that reads a user's histor
 from a replica breaks it whenever the replica is behind. On loopback a replica is
 almost never behind, so without help a stale read shows only by chance. When the
 store got a replicated topology from the suite (``engine_url("redis-sentinel")``,
-``"valkey-sentinel"``, ``"postgres-ha"``...), this test delays every replication
-link of it (SPEC.md, "Faults": the suite may delay the links between members),
+``"valkey-sentinel"``, ``"redis-cluster"``, ``"postgres-ha"``...), this test delays every
+replication link of it (SPEC.md, "Faults": the suite may delay the links between members),
 leaving the store's own connections alone, and runs seeded clients that append
 and read. A store that reads from the primary passes; one that reads from a
 replica is caught under G3 with the stale read and the append it missed, every run.
@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -49,6 +50,8 @@ _MIX = Mix(append=0.5, read=0.5, search=0.0, compact=0.0, forget=0.0, message_id
 """Appends and reads only, each append a new entry: read-your-writes and order are what a
 lagging replica breaks, and a user's entries are then exactly its acknowledged appends."""
 _OPS = 240
+_lagged_test: Callable[[Callable[..., Coroutine[Any, Any, None]]], Callable[..., None]] = \
+    suite_test(timeout=180.0)
 CATCH_UP_S = 10.0
 """After the heal, how long each user's whole history may take to show every acknowledged
 append (a replica catching up); a store still missing one then has lost it (G1)."""
@@ -67,7 +70,7 @@ class TestReplicationLag(StoreTests):
     """Read-your-writes and order with every replication link of the store's topology delayed."""
 
     @pytest.mark.guarantee(*_JUDGED)
-    @suite_test(timeout=180.0)
+    @_lagged_test
     async def test_reads_under_replication_lag(self, store: StoreFactory) -> None:
         """Appends and reads while each replica receives the primary's writes late.
 
@@ -150,8 +153,8 @@ def _not_applicable(asked: list[str], provider: Any) -> str:
     topologies = [engine for engine in asked if replicated(engine)]
     if topologies:
         return (f"{NOT_APPLICABLE}: the store got {', '.join(topologies)} from the suite, "
-                "whose replication links the suite cannot delay yet (it can on "
-                "redis-sentinel, valkey-sentinel and the postgres-ha pairs)")
+                "whose replication links the suite cannot delay (it can on redis-sentinel, "
+                "valkey-sentinel, redis-cluster and the postgres-ha pairs)")
     if asked and not callable(getattr(provider, "link_faults", None)):
         return (f"{NOT_APPLICABLE}: the store asked for {', '.join(asked)}, but this "
                 "session's engines cannot delay links between members (embedded engines "

@@ -82,9 +82,11 @@ class ProxyLoop:
 
         async def cancel_all() -> None:
             tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            if tasks:  # aborted connections end their pumps (a delayed chunk within 1 s)
+                _, pending = await asyncio.wait(tasks, timeout=2.0)
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
 
         with contextlib.suppress(Exception):
             self.run(cancel_all(), timeout=10)

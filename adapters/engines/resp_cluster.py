@@ -26,6 +26,15 @@ a replica of the promoted one and syncs from it (Redis's own rejoin path, nothin
 to forget on the other nodes). It restarts empty (no persistence), which is safe
 only because the slots moved away first: a primary restarted empty before its
 replica took over would be a replica's source, and wipe it.
+
+Every node is reached through two proxies of its own (``proxy.Proxy``), one for its
+client port and one for its cluster bus, whose ports it announces
+(``cluster-announce-port``, ``cluster-announce-bus-port``): clients, replicas and the
+other nodes' gossip all dial proxies. Each node connects from a source address of its
+own (``bind-source-addr``, ``NODE_SOURCE``), so a proxy tells a replica's link or a
+peer's gossip from a client's: :meth:`RespCluster.lag_links` delays the replication
+links, :meth:`RespCluster.cut_primary` cuts one primary off from every other node
+(its clients still reach it) until the majority promotes its replica.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from ._proc import free_port
 from .part import EngineHost, EnginePart, Ready, Running
 from .part import freeze as _freeze
 from .part import thaw as _thaw
+from .proxy import Proxy, ProxyLoop
 from .resp_part import (
     NotYet,
     _answers_ping,
@@ -52,7 +62,7 @@ from .resp_part import (
     redis_server_path,
 )
 
-__all__ = ["NODE_TIMEOUT_MS", "SLOTS", "Node", "RespCluster", "View"]
+__all__ = ["NODE_SOURCE", "NODE_TIMEOUT_MS", "SLOTS", "Node", "RespCluster", "View"]
 
 SLOTS = 16384
 
@@ -64,16 +74,24 @@ replica's election delay (0.5 to 1 s). 2 s, like the Sentinels' ``down-after``
 (``resp_ha.DOWN_AFTER_MS``): a shorter one lets two busy cores fail a healthy
 primary over."""
 
+NODE_SOURCE = "127.0.0.{}"
+"""The source address node ``n<i>`` connects from (``.format(40 + i)``)."""
 
 
 @dataclass
 class Node:
-    """One process of the cluster: its name, client and bus ports, and its launch."""
+    """One process of the cluster: its name, the client and bus ports everyone dials (its
+    proxies'), its launch, its own ports, its proxies and its source address."""
 
     name: str
     port: int
     bus: int
     running: Running
+    real: int = 0
+    real_bus: int = 0
+    proxy: Proxy | None = None
+    bus_proxy: Proxy | None = None
+    source: str = "127.0.0.1"
 
 
 @dataclass(frozen=True)
@@ -145,6 +163,8 @@ class RespCluster(EnginePart):
         self._nodes: list[Node] = []
         self._home: Path | None = None
         self._lock = threading.Lock()
+        self._proxies: ProxyLoop | None = None
+        self._cut: Node | None = None
         self.failovers = 0
 
     # -- start -------------------------------------------------------------------
@@ -154,7 +174,9 @@ class RespCluster(EnginePart):
         home.mkdir(exist_ok=True)
         binary = self.server()
         count = self._primaries * (1 + self._replicas)
-        self._nodes = [self._start_node(host, binary, f"n{i}", None) for i in range(count)]
+        self._proxies = ProxyLoop()
+        self._nodes = [self._start_node(host, binary, self._new_node(f"n{i}"))
+                       for i in range(count)]
         ids = [_text(_node_call(node.port, self.engine, "CLUSTER", "MYID"))
                for node in self._nodes]
         for epoch, node in enumerate(self._nodes, 1):
@@ -187,39 +209,52 @@ class RespCluster(EnginePart):
         views = [v for v in self._view(self._nodes[0].port) if v.primary and v.slots]
         return [v.port for v in sorted(views, key=lambda v: v.slots)]
 
-    def _start_node(self, host: EngineHost, binary: Path, name: str,
-                    again: Node | None) -> Node:
-        """Start node ``name`` on a free port, or ``again`` on its old ports, with the
+    def _new_node(self, name: str) -> Node:
+        """A node not started yet: its two proxies (listening, targets set at launch)."""
+        assert self._proxies is not None
+        proxy = self._proxies.run(Proxy.start("127.0.0.1", 0, f"{self.engine}-{name}"))
+        bus = self._proxies.run(Proxy.start("127.0.0.1", 0, f"{self.engine}-{name}-bus"))
+        return Node(name, proxy.port, bus.port, None, 0, 0, proxy, bus,  # type: ignore[arg-type]
+                    NODE_SOURCE.format(40 + int(name[1:])))
+
+    def _start_node(self, host: EngineHost, binary: Path, node: Node) -> Node:
+        """Start ``node`` on free ports, or on its old ones if it ran before, with the
         ``nodes.conf`` in its directory (a restarted node keeps its identity)."""
-        assert self._home is not None
-        home = self._home / name
+        assert self._home is not None and node.proxy is not None
+        assert node.bus_proxy is not None
+        home = self._home / node.name
         home.mkdir(exist_ok=True)
-        log = self._home / f"{name}.log"
+        log = self._home / f"{node.name}.log"
         launched: list[tuple[Running, int]] = []
+        proxy, bus_proxy = node.proxy, node.bus_proxy
 
         def start(at: int) -> tuple[Running, Ready]:
             # The bus port is port + 10000 by default: past 55535 there is none, and it
             # may be taken. A port taken makes the launch fail with "Address already in
             # use", and the host starts it again on other ports.
-            bus = again.bus if again is not None else free_port()
+            bus = node.real_bus or free_port()
+            proxy.target, bus_proxy.target = ("127.0.0.1", at), ("127.0.0.1", bus)
             argv = [*node_argv(host, self.engine, binary, at, home),
                     "--cluster-enabled", "yes",
                     "--cluster-config-file", str(home / "nodes.conf"),
                     "--cluster-node-timeout", str(NODE_TIMEOUT_MS),
                     "--cluster-port", str(bus),
+                    "--cluster-announce-ip", "127.0.0.1",
+                    "--cluster-announce-port", str(node.port),
+                    "--cluster-announce-bus-port", str(node.bus),
+                    "--bind-source-addr", node.source,
                     # a replica's full sync starts at once (the default waits 5 s for
                     # others to join it): a rejoin after a failover takes 1 s, not 6
                     "--repl-diskless-sync-delay", "0"]
             launched.append((host.launch(self.engine, argv, log), bus))
             return launched[-1][0], lambda: _answers_ping(at)
 
-        if again is None:
-            port = host.on_free_port(self.engine, start)
+        if node.real == 0:
+            node.real = host.on_free_port(self.engine, start)
         else:
-            port = again.port
-            host.on_port(self.engine, port, start)
-        running, bus = launched[-1]
-        return Node(name, port, bus, running)
+            host.on_port(self.engine, node.real, start)
+        node.running, node.real_bus = launched[-1]
+        return node
 
     # -- failover ----------------------------------------------------------------
 
@@ -248,8 +283,7 @@ class RespCluster(EnginePart):
                     _thaw(frozen)
             promoted = time.monotonic()
             if frozen is None:
-                again = self._start_node(host, self.server(), victim.name, victim)
-                self._nodes[self._nodes.index(victim)] = again
+                self._start_node(host, self.server(), victim)
             self._await(host, self._settled, "the cluster did not settle after a failover")
             self.failovers += 1
             return {"promoted_s": round(promoted - began, 3),
@@ -275,6 +309,67 @@ class RespCluster(EnginePart):
             raise NotYet
         if _replication(owners.pop(), self.engine).get("role") != "master":
             raise NotYet
+
+    # -- link faults -------------------------------------------------------------
+
+    link_faults: tuple[str, ...] = ("lag", "cut-primary")
+    """The faults on links between members this topology can cause (``EmbeddedProvider``)."""
+
+    def lag_links(self, host: EngineHost, ms: float) -> str:
+        """Delay every replication link by ``ms`` (what the other nodes send to and get
+        from each node's client port); clients and the cluster bus pass."""
+        sources = {node.source for node in self._nodes}
+        for node in self._nodes:
+            assert node.proxy is not None
+            node.proxy.set_peers(sources - {node.source}, "latency", ms)
+        return f"replication links of {self.engine} delayed by {ms:g} ms"
+
+    def cut_primary(self, host: EngineHost) -> str:
+        """Cut the primary of the next shard (in turn) off from every other node, its
+        replica and the cluster bus both ways (its clients still reach it), and wait
+        (bounded) until the majority promoted its replica. What was done."""
+        with self._lock:
+            shard = _slot_ranges(self._primaries)[self.failovers % self._primaries]
+            owner = self._owner(self._nodes[0].port, shard[0])
+            victim = next(node for node in self._nodes if node.port == owner)
+            live = [node for node in self._nodes if node is not victim]
+            others = {node.source for node in live}
+            began = time.monotonic()
+            assert victim.proxy is not None and victim.bus_proxy is not None
+            victim.proxy.set_peers(others, "blackhole")
+            victim.bus_proxy.set_peers(others, "blackhole")
+            for node in live:
+                assert node.bus_proxy is not None
+                node.bus_proxy.set_peers({victim.source}, "blackhole")
+            self._cut = victim
+            self.failovers += 1
+            self._await(host, lambda: self._promoted(live, shard[0], victim.port),
+                        f"no replica of the cut-off :{victim.port} took over slot {shard[0]}")
+            return (f"{self.engine} primary :{victim.port} cut off from the other nodes; "
+                    f"its replica promoted after {time.monotonic() - began:.2f} s")
+
+    def heal_links(self, host: EngineHost) -> None:
+        """Every link passes again; after a cut, wait (bounded) until the cluster settles
+        (the old primary, back, turns itself into the promoted one's replica)."""
+        sources = {node.source for node in self._nodes}
+        for node in self._nodes:
+            assert node.proxy is not None and node.bus_proxy is not None
+            node.proxy.set_peers(sources, "pass")
+            node.bus_proxy.set_peers(sources, "pass")
+        if self._cut is not None:
+            self._cut = None
+            with self._lock:
+                self._await(host, self._settled, "the cluster did not settle after a cut")
+
+    def release(self, directory: Path) -> None:
+        """Stop the nodes' proxies (the host has stopped the nodes)."""
+        proxies, self._proxies = self._proxies, None
+        if proxies is not None:
+            for node in self._nodes:
+                for proxy in (node.proxy, node.bus_proxy):
+                    if proxy is not None:
+                        proxies.run(proxy.aclose())
+            proxies.close()
 
     # -- waits -------------------------------------------------------------------
 

@@ -746,7 +746,8 @@ def stack_kinds(kinds: Sequence[str], *, networked: bool, replicated: bool,
     if missing:
         needs = {"failover": "a replicated engine (postgres-ha ...)",
                  "link": "a replicated engine whose links the provider can delay or cut "
-                         "(redis-sentinel, valkey-sentinel, postgres-ha; embedded engines)"}
+                         "(redis-sentinel, valkey-sentinel, redis-cluster, postgres-ha; embedded "
+                         "engines)"}
         raise ValueError("fault kinds that do not apply to this stack: " + ", ".join(
             f"{kind} needs {needs.get(kind, 'a networked engine')}" for kind in missing))
     return tuple(kinds)
