@@ -90,8 +90,17 @@ def _with(url: str, **query: str) -> str:
                                                       **query})))
 
 
+def _raw(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _text(raw: bytes) -> str:
+    return bytes(raw).decode("utf-8", "surrogatepass")
+
+
 class PostgresTableStore:
-    """A user's history as rows of one table on a PostgreSQL pair."""
+    """A user's history as rows of one table on a PostgreSQL pair; ids and contents as
+    ``bytea`` (a ``text`` column refuses NUL, which SPEC allows in both)."""
 
     def __init__(self, writer: psycopg.AsyncConnection[Any],
                  reader: psycopg.AsyncConnection[Any], table: str) -> None:
@@ -100,14 +109,15 @@ class PostgresTableStore:
     async def append_message(self, user_id: str, role: str, content: str) -> None:
         await self.writer.execute(
             f"INSERT INTO {self.table} (user_id, role, content) VALUES (%s, %s, %s)",
-            (user_id, role, content))
+            (_raw(user_id), role, _raw(content)))
 
     async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
         cur = await self.reader.execute(
             f"SELECT role, content FROM (SELECT seq, role, content FROM {self.table} "
             "WHERE user_id = %s ORDER BY seq DESC LIMIT %s) AS newest ORDER BY seq",
-            (user_id, min(limit, 1 << 62)))
-        return [{"role": role, "content": content} for role, content in await cur.fetchall()]
+            (_raw(user_id), min(limit, 1 << 62)))
+        return [{"role": role, "content": _text(content)}
+                for role, content in await cur.fetchall()]
 
     async def compact(self, user_id: str) -> None:
         return None
@@ -124,7 +134,7 @@ async def _postgres(read_standby: bool) -> AsyncIterator[PostgresTableStore]:
     reader = writer
     try:
         await writer.execute(f"CREATE TABLE {table} (seq bigserial PRIMARY KEY, "
-                             "user_id text, role text, content text)")
+                             "user_id bytea, role text, content bytea)")
         if read_standby:
             reader = await psycopg.AsyncConnection.connect(
                 _with(url, target_session_attrs="standby"), autocommit=True)
