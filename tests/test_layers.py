@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"suite": "nomnesia.suite", "adapters": "nomnesia.adapters"}
 CONTRACT = {f"nomnesia.suite.{m}" for m in ("contract", "errors", "validation", "failpoints")}
 ENTRY_POINTS = ("nomnesia.suite.plugin", "nomnesia.suite.cli", "nomnesia.suite.engines",
+                "nomnesia.suite.examples",
                 "nomnesia.suite.nemesis", "nomnesia.suite.__main__")
 
 
