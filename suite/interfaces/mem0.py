@@ -21,6 +21,9 @@ What maps to what:
 A memory is read back as its ``role`` (mem0 keeps the message's role in the payload) and
 its ``memory`` text. User ids, contents and ``k`` reach mem0 as given, to be judged.
 
+``add`` takes a list of messages, so the interface faults apply: a batch one message of
+which cannot be stored must store none of them.
+
 What it cannot see: message ids (mem0's ``add`` takes none, so G6 is not applicable),
 compaction (mem0's own ``infer`` is a rewrite, not a summary that covers entries), mem0's
 history database (``history(memory_id)``, a second copy the ``nomnesia.adapters.ecosystem``
@@ -36,13 +39,14 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
 from ..validation import validate_limit
 from ._base import Mapped, contract_role, has, text_of
+from ._poison import PoisonedCall, Unserializable, describe_batch
 
 __all__ = ["ALL", "Mem0Memory", "open_store"]
 
@@ -103,6 +107,23 @@ class Mem0Memory(Mapped):
 
     async def forget(self, user_id: str) -> None:
         await self._call("delete_all", user_id=user_id)
+
+    async def poisoned_batch(self, user_id: str, batch: Sequence[tuple[str, str]],
+                             poisoned: int) -> PoisonedCall:
+        """One ``add`` of every message of ``batch`` (``infer=False``: a memory each),
+        message ``poisoned``'s ``name`` an object no serializer knows: mem0 stores a
+        message's name in its memory's payload (``actor_id``), so a vector store that keeps
+        payloads as JSON cannot store it, and the call must store none of the batch."""
+        messages: list[dict[str, Any]] = [{"role": contract_role(role), "content": content}
+                                          for role, content in batch]
+        messages[poisoned]["name"] = Unserializable()
+        memory = await self._object()
+
+        async def run() -> object:
+            return await self._call("add", messages, user_id=user_id, infer=False)
+
+        where = describe_batch(len(messages), poisoned, "name")
+        return PoisonedCall(f"{type(memory).__name__}.add([{where}], infer=False)", run)
 
 
 def is_async(found: Any) -> bool:
