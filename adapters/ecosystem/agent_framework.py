@@ -18,6 +18,13 @@ It fits none of the suite's interface options, so this is the thinnest faithful
 Nothing is added that the library lacks: no lock, id, retry or validation of user
 ids and contents, which go to the library as given.
 
+Why not through ``--agent-framework-history`` (issue 33), whose mapping makes the same
+calls: this audit's one finding (``agent-framework-drops-repeated-turn``) comes from its
+probe (``probes.repeated_turn_dropped``: the suite's own contents never repeat a turn), and
+``report._probe`` runs probes only on ``--store`` factories, whose stores it opens itself;
+an adapter may not import ``nomnesia.suite.interfaces`` to open an interface store
+(``tests/test_layers.py``). Moving it needs the report to open interface stores first.
+
 Its pins (``redis<7.2.1``, ``redisvl<0.16`` in 1.0.0b261022) conflict with the other
 audited libraries', so ``nox -s "audit(agent-framework-redis)"`` runs it in a venv
 of its own (``Audit.requires``).

@@ -25,6 +25,14 @@ deterministic hashing embedder as a custom mem0 embedder, and no LLM: with
 ``infer=False`` mem0 never calls it (its OpenAI client gets a dummy key).
 Telemetry is switched off (``MEM0_TELEMETRY=False``): the machine is offline.
 
+Why not through ``--mem0-memory`` (issue 33): that option maps mem0's own interface,
+which reaches the ``memory`` profile only (no message ids, compaction or
+``consistent_state``); this adapter adds those in metadata to reach the full profile, and
+the causes that need them (``mem0-history-keeps-forgotten``, ``mem0-not-atomic``,
+``covered-retry``, ``no-conditional-write``) would be lost. Its offline configuration is
+the same as ``nomnesia.suite.examples.mem0_offline_config``'s, which it may not import
+(adapters import only the suite's contract layer, ``tests/test_layers.py``).
+
 One mitigation is the adapter's, not the library's: ``AsyncMemory`` calls its
 vector store from worker threads (``asyncio.to_thread``) with no lock, and
 qdrant-client's local mode is not thread-safe. Under concurrent calls its
