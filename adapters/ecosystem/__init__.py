@@ -124,6 +124,6 @@ AUDITS: dict[str, Audit] = {a.name: a for a in (
           "langchain-community SQLChatMessageHistory (PostgreSQL)", "--langchain-history"),
     Audit("agent-framework-redis", f"{_P}.agent_framework:factory",
           ("agent-framework-redis", "agent-framework-core", "redis"),
-          "Microsoft Agent Framework RedisHistoryProvider",
+          "Microsoft Agent Framework RedisHistoryProvider", "--agent-framework-history",
           requires=("agent-framework-redis>=1.0.0b261022",)),
 )}
