@@ -195,14 +195,19 @@ async def langgraph_postgres() -> AsyncIterator[Any]:
 async def langchain_postgres(session_id: str) -> AsyncIterator[Any]:
     """``--langchain-history``: langchain-postgres's ``PostgresChatMessageHistory`` on the
     suite's PostgreSQL (needs ``langchain-postgres``), one table for the run, one async
-    connection per session."""
+    connection per session. The library takes only UUIDs as session ids (its documented
+    constraint), so the user id is mapped to one, as an application keyed by user does:
+    ``uuid5`` of the id, one UUID per id and no two ids on one."""
+    import uuid
+
     import psycopg
     from langchain_postgres import PostgresChatMessageHistory
 
     connection = await psycopg.AsyncConnection.connect(engine_url("postgres"))
     try:
         await PostgresChatMessageHistory.acreate_tables(connection, "nomnesia_chat")
-        yield PostgresChatMessageHistory("nomnesia_chat", session_id,
+        session = str(uuid.uuid5(uuid.NAMESPACE_URL, f"nomnesia:{session_id}"))
+        yield PostgresChatMessageHistory("nomnesia_chat", session,
                                          async_connection=connection)
     finally:
         await connection.close()
