@@ -138,3 +138,44 @@ def test_a_later_wrong_object_is_never_a_finding(pytester: pytest.Pytester) -> N
         text = report.longreprtext
         assert "InterfaceMismatch" in text and "which has no add_items" in text, text[-800:]
         assert not text.lstrip().startswith(("G12", "Inputs", "G1 ")), text[:300]
+
+
+def no_credentials() -> Any:
+    """A factory that cannot make its object: mem0's ``AsyncMemory()`` with no API key."""
+    raise RuntimeError("Missing credentials: set OPENAI_API_KEY")
+
+
+def test_a_factory_that_raises_stops_the_run_with_one_sentence(
+        pytester: pytest.Pytester) -> None:
+    """Before: every test failed G12 ("a valid call on a healthy store must not fail"),
+    blaming the library for the user's configuration."""
+    pytest.importorskip("langgraph.store")
+    result = pytester.runpytest(*SUITE, "--langgraph-store", f"{__name__}:no_credentials")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()[-2000:]
+    err = result.stderr.str()
+    assert (f"nomnesia: --langgraph-store {__name__}:no_credentials: the factory raised "
+            "RuntimeError: Missing credentials: set OPENAI_API_KEY, before any test") in err, err
+    assert "G12" not in result.stdout.str() + err
+
+
+def test_one_object_for_every_user_is_made_without_a_user_id() -> None:
+    """Where one library object holds every user (mem0's ``AsyncMemory(config)``, Agent
+    Framework's ``InMemoryHistoryProvider(source_id)``), the factory's positional parameter
+    is the library's own: a user id there was taken for the config."""
+    import asyncio
+
+    from nomnesia.suite.interfaces.langgraph import LangGraphStore
+
+    called: list[tuple[Any, ...]] = []
+
+    def factory(config: Any = None) -> Any:
+        called.append((config,))
+        return langgraph_store()
+
+    async def body() -> None:
+        async with LangGraphStore(factory) as store:
+            await store.append_message("ann", "user", "hello")
+
+    pytest.importorskip("langgraph.store")
+    asyncio.run(body())
+    assert called == [(None,)]
