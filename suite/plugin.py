@@ -302,8 +302,15 @@ def _check_interface(config: pytest.Config) -> None:
                        what="checking the factory's object against its option")
     except InterfaceMismatch as exc:
         raise pytest.UsageError(f"nomnesia: {exc}") from None
-    except Exception:  # pragma: no cover - the factory itself failed: the tests say so (G12)
-        return
+    except Exception as exc:
+        # The factory could not make its object before any test asked the store anything: a
+        # configuration error (``AsyncMemory()`` with no OPENAI_API_KEY), never a finding;
+        # as G12 it would fail every test and blame the library.
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise pytest.UsageError(
+            f"nomnesia: {option} {value}: the factory raised {type(exc).__name__}"
+            f"{': ' + first[:300] if first else ''}, before any test; no store was judged"
+        ) from None
 
 
 def _factory(config: pytest.Config) -> Callable[..., Any] | None:

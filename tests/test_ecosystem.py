@@ -320,3 +320,29 @@ def test_the_summary_leads_with_the_worst_severity() -> None:
     assert header.index("data loss") < header.index("leak") < header.index("hazard") \
         < header.index("contract gap")
     assert doc.index('id="mem0-wildcard-delete-all"') < doc.index('id="mem0-trims-user-ids"')
+
+
+def test_probes_read_the_entries_an_interface_mapping_returns() -> None:
+    """An interface audit's probes run on the store its option's mapping opens
+    (``report._probe``), whose entries are dicts and whose append returns nothing; the
+    probes read them as they read an ``Entry``."""
+    import asyncio
+    import importlib.util
+
+    if importlib.util.find_spec("mem0") is None:  # checked, not imported: the shape needs none
+        pytest.skip("the --mem0-memory option needs mem0ai")
+
+    from interface_shapes import Mem0Shaped
+
+    from nomnesia.adapters.ecosystem.probes import system_dropped, trimmed_user_id
+    from nomnesia.suite.interfaces import by_option, store_factory
+
+    class DropsSystem(Mem0Shaped):
+        async def add(self, messages: Any, **kwargs: Any) -> dict[str, Any]:
+            return await super().add([m for m in messages if m["role"] != "system"], **kwargs)
+
+    mem0 = by_option("--mem0-memory")
+    dropped = asyncio.run(system_dropped(store_factory(mem0, DropsSystem)))
+    assert dropped is not None and dropped.startswith("append_message('ann', 'system', ...)")
+    assert asyncio.run(system_dropped(store_factory(mem0, Mem0Shaped))) is None
+    assert asyncio.run(trimmed_user_id(store_factory(mem0, Mem0Shaped))) is None

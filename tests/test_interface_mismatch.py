@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import itertools
+import os
 from typing import Any
 
 import pytest
@@ -23,10 +24,12 @@ from nomnesia.suite.interfaces import INTERFACES
 
 pytest_plugins = ("pytester",)
 
+os.environ.setdefault("MEM0_TELEMETRY", "False")  # read at mem0's import; offline machines
 # Imported once here, before pytester snapshots sys.modules: numpy (under llama-index)
 # cannot be imported twice in one process, and an in-process run would import it anew.
 for _library in ("numpy", "llama_index.core", "langgraph.store.memory", "agents",
-                 "google.adk.sessions", "langchain_core.chat_history"):
+                 "google.adk.sessions", "langchain_core.chat_history", "mem0",
+                 "agent_framework"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_library)
 
@@ -71,11 +74,25 @@ def adk_sessions() -> Any:
     return InMemorySessionService()
 
 
+def mem0_memory() -> Any:
+    """An offline ``AsyncMemory`` on a local Qdrant directory (an async context manager)."""
+    from nomnesia.suite.examples import mem0_memory
+
+    return mem0_memory()
+
+
+def agent_framework_history() -> Any:
+    from agent_framework import InMemoryHistoryProvider
+
+    return InMemoryHistoryProvider()
+
+
 OBJECTS = {"--langchain-history": "langchain_history", "--langgraph-store": "langgraph_store",
            "--openai-session": "openai_session", "--llama-chat-store": "llama_chat_store",
-           "--adk-sessions": "adk_sessions"}
+           "--adk-sessions": "adk_sessions", "--mem0-memory": "mem0_memory",
+           "--agent-framework-history": "agent_framework_history"}
 OPTIONS = [i.option for i in INTERFACES]
-assert set(OBJECTS) <= set(OPTIONS)
+assert set(OBJECTS) == set(OPTIONS), "every option's mismatch is proven here"
 
 _CALLS = itertools.count()
 
@@ -96,6 +113,7 @@ def test_the_wrong_object_stops_the_run_naming_the_option_that_fits(
     interface = next(i for i in INTERFACES if i.option == option)
     pytest.importorskip(interface.needs)
     other = OPTIONS[(OPTIONS.index(option) + 1) % len(OPTIONS)]  # another interface's object
+    pytest.importorskip(next(i for i in INTERFACES if i.option == other).needs)
     result = pytester.runpytest(*SUITE, option, f"{__name__}:{OBJECTS[other]}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()[-2000:]
     err = result.stderr.str()
@@ -120,3 +138,44 @@ def test_a_later_wrong_object_is_never_a_finding(pytester: pytest.Pytester) -> N
         text = report.longreprtext
         assert "InterfaceMismatch" in text and "which has no add_items" in text, text[-800:]
         assert not text.lstrip().startswith(("G12", "Inputs", "G1 ")), text[:300]
+
+
+def no_credentials() -> Any:
+    """A factory that cannot make its object: mem0's ``AsyncMemory()`` with no API key."""
+    raise RuntimeError("Missing credentials: set OPENAI_API_KEY")
+
+
+def test_a_factory_that_raises_stops_the_run_with_one_sentence(
+        pytester: pytest.Pytester) -> None:
+    """Before: every test failed G12 ("a valid call on a healthy store must not fail"),
+    blaming the library for the user's configuration."""
+    pytest.importorskip("langgraph.store")
+    result = pytester.runpytest(*SUITE, "--langgraph-store", f"{__name__}:no_credentials")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()[-2000:]
+    err = result.stderr.str()
+    assert (f"nomnesia: --langgraph-store {__name__}:no_credentials: the factory raised "
+            "RuntimeError: Missing credentials: set OPENAI_API_KEY, before any test") in err, err
+    assert "G12" not in result.stdout.str() + err
+
+
+def test_one_object_for_every_user_is_made_without_a_user_id() -> None:
+    """Where one library object holds every user (mem0's ``AsyncMemory(config)``, Agent
+    Framework's ``InMemoryHistoryProvider(source_id)``), the factory's positional parameter
+    is the library's own: a user id there was taken for the config."""
+    import asyncio
+
+    from nomnesia.suite.interfaces.langgraph import LangGraphStore
+
+    called: list[tuple[Any, ...]] = []
+
+    def factory(config: Any = None) -> Any:
+        called.append((config,))
+        return langgraph_store()
+
+    async def body() -> None:
+        async with LangGraphStore(factory) as store:
+            await store.append_message("ann", "user", "hello")
+
+    pytest.importorskip("langgraph.store")
+    asyncio.run(body())
+    assert called == [(None,)]

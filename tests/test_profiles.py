@@ -216,27 +216,71 @@ def test_json_matrix_and_html_say_not_applicable(pytester: pytest.Pytester,
 # --------------------------------------------------------------------------- the interfaces
 
 
-README_INTERFACES = [
-    ("--langchain-history", "langchain_core.chat_history:InMemoryChatMessageHistory", "history"),
-    ("--langgraph-store", "langgraph.store.memory:InMemoryStore", "history"),
-    ("--openai-session", "agents:SQLiteSession", "history"),
-    ("--llama-chat-store", "llama_index.core.storage.chat_store:SimpleChatStore", "history"),
-    ("--adk-sessions", "google.adk.sessions:InMemorySessionService", "history"),
-]
+README = Path(__file__).resolve().parents[1] / "README.md"
+COMMAND = re.compile(r"^python -m pytest --pyargs nomnesia\.suite (--[a-z0-9-]+) (\S+)", re.M)
+PROFILE_OF = {"--langgraph-store": "history", "--mem0-memory": "memory"}
+"""The profile each README command reaches where it is not ``history`` (LangGraph's
+``InMemoryStore`` has no index: history)."""
+ENGINE_NEEDS = {
+    "langchain_postgres": ("langchain_postgres", "psycopg"),
+    "langgraph_postgres": ("langgraph.store.postgres", "psycopg"),
+    "agents_postgres": ("sqlalchemy", "asyncpg"),
+    "llama_postgres": ("asyncpg",),
+    "adk_postgres": ("asyncpg",),
+    "mem0_pgvector": ("psycopg_pool",),
+    "agent_framework_redis": ("agent_framework_redis", "redis"),
+}
+"""What each real-engine command's ``pip install`` line adds to the interfaces extra."""
 
 
-@pytest.mark.slow  # five libraries, each imported in a fresh process: nox -s slow runs them
-@pytest.mark.parametrize(("option", "factory", "profile"), README_INTERFACES,
-                         ids=[o.lstrip("-") for o, _, _ in README_INTERFACES])
+def _readme_commands() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The interface commands of the README, (option, factory): in memory, then on an engine
+    (the factories of ``nomnesia.suite.examples`` that take an engine)."""
+    from nomnesia.suite.interfaces import INTERFACES
+
+    options = {i.option for i in INTERFACES}
+    found = [(o, f) for o, f in COMMAND.findall(README.read_text(encoding="utf-8"))
+             if o in options]
+    engine = [(o, f) for o, f in found if f.rpartition(":")[2] in ENGINE_NEEDS]
+    return [c for c in found if c not in engine], engine
+
+
+README_INTERFACES = [(o, f, PROFILE_OF.get(o, "history")) for o, f in _readme_commands()[0]]
+README_ENGINES = [(o, f, PROFILE_OF.get(o, "history")) for o, f in _readme_commands()[1]]
+
+
+def test_the_readme_has_every_interface_in_memory_and_on_an_engine() -> None:
+    from nomnesia.suite import examples
+    from nomnesia.suite.interfaces import INTERFACES
+
+    in_memory, engine = _readme_commands()
+    for interface in INTERFACES:
+        assert [f for o, f in in_memory if o == interface.option], interface.option
+        assert [f for o, f in engine if o == interface.option], interface.option
+    for _, factory in engine:
+        assert factory.startswith("nomnesia.suite.examples:"), factory
+        assert factory.rpartition(":")[2] in examples.__all__, factory
+
+
+@pytest.mark.slow  # seven libraries, each imported in a fresh process: nox -s slow runs them
+@pytest.mark.parametrize(("option", "factory", "profile"), README_INTERFACES + README_ENGINES,
+                         ids=[f"{o.lstrip('-')}-{f.rpartition(':')[2]}"
+                              for o, f, _ in README_INTERFACES + README_ENGINES])
 def test_each_interface_runs_the_whole_suite_with_no_adapter_code(
         pytester: pytest.Pytester, option: str, factory: str, profile: str) -> None:
-    """The README's command for each interface: the profile first, then every test, judged."""
+    """The README's command for each interface, in memory and on an engine: the profile
+    first, then every test, judged."""
+    import importlib.util
+
     from nomnesia.suite.interfaces import MissingLibrary, by_option
 
     try:
         by_option(option).check_installed()
     except MissingLibrary as exc:
         pytest.skip(str(exc))
+    for module in ENGINE_NEEDS.get(factory.rpartition(":")[2], ()):
+        if importlib.util.find_spec(module.split(".")[0]) is None:
+            pytest.skip(f"{factory} needs {module} (the README's pip install line)")
     # In a process of its own: these libraries import thousands of modules, which would
     # stay in this worker and slow every later in-process pytester run.
     result = pytester.runpytest_subprocess(*SUITE, option, factory)
@@ -245,8 +289,16 @@ def test_each_interface_runs_the_whole_suite_with_no_adapter_code(
     outcome = result.stdout.lines[-1]
     assert " passed" in outcome and "error" not in outcome, text[-3000:]
     # Whatever it finds names a guarantee (LangGraph refuses '.' in namespace labels;
-    # SQLite cannot bind a limit of 2**64): never an unlabelled interface error.
-    assert "unlabelled" not in text and "AttributeError" not in text, text[-3000:]
+    # SQLite cannot bind a limit of 2**64): never an unlabelled interface error, never a
+    # mapped method missing. (An AttributeError the library raises on a bad input, as mem0
+    # does for content=1, is a labelled Inputs finding, not an interface error.)
+    import importlib
+
+    interface = by_option(option)
+    mapped = importlib.import_module(f"nomnesia.suite.interfaces.{interface.module}").MAPPED
+    assert "unlabelled" not in text and "InterfaceMismatch" not in text, text[-3000:]
+    for name in mapped.requires:
+        assert f"has no attribute '{name}'" not in text, text[-3000:]
 
 
 def test_a_missing_library_names_the_package_to_install(pytester: pytest.Pytester,

@@ -77,6 +77,9 @@ AUDITS: dict[str, Audit] = {a.name: a for a in (
           "langchain-postgres PostgresChatMessageHistory + PGVectorStore"),
     Audit("mem0", f"{_P}.mem0:factory", ("mem0ai", "qdrant-client"),
           "mem0 AsyncMemory (infer=False) on local Qdrant"),
+    Audit("mem0-memory", f"{_P}.mem0:memory", ("mem0ai", "qdrant-client"),
+          "mem0 AsyncMemory (infer=False) on local Qdrant, through --mem0-memory",
+          "--mem0-memory"),
     Audit("llama-index-redis", f"{_P}.llama_index:redis_factory",
           ("llama-index-core", "llama-index-storage-chat-store-redis"),
           "llama-index RedisChatStore + VectorStoreIndex"),
@@ -124,6 +127,6 @@ AUDITS: dict[str, Audit] = {a.name: a for a in (
           "langchain-community SQLChatMessageHistory (PostgreSQL)", "--langchain-history"),
     Audit("agent-framework-redis", f"{_P}.agent_framework:factory",
           ("agent-framework-redis", "agent-framework-core", "redis"),
-          "Microsoft Agent Framework RedisHistoryProvider",
+          "Microsoft Agent Framework RedisHistoryProvider", "--agent-framework-history",
           requires=("agent-framework-redis>=1.0.0b261022",)),
 )}

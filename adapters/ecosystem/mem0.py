@@ -1,4 +1,5 @@
-"""mem0 ``AsyncMemory`` (``infer=False``) on local Qdrant, as a contract store.
+"""mem0 ``AsyncMemory`` (``infer=False``) on local Qdrant: a contract store, and the memory
+the ``--mem0-memory`` audit takes.
 
 The library's behaviour (what the audit measures):
 
@@ -24,6 +25,15 @@ fresh local Qdrant directory and history database per store (no server), the
 deterministic hashing embedder as a custom mem0 embedder, and no LLM: with
 ``infer=False`` mem0 never calls it (its OpenAI client gets a dummy key).
 Telemetry is switched off (``MEM0_TELEMETRY=False``): the machine is offline.
+
+Two audits, one memory (``local_memory``): ``mem0-memory`` runs mem0 through the suite's
+public ``--mem0-memory`` mapping (``memory``, profile ``memory``), as a team would; ``mem0``
+is this full-profile adapter, which adds message ids, sequence numbers and compaction in
+mem0's metadata and reads mem0's history database, to reach what the interface cannot:
+the causes that need them (``mem0-history-keeps-forgotten``, ``mem0-not-atomic``,
+``covered-retry``, ``no-conditional-write``, ``mem0-wildcard-metadata``). The offline
+configuration is the same as ``nomnesia.suite.examples.mem0_offline_config``'s, which an
+adapter may not import (adapters import only the suite's contract layer).
 
 One mitigation is the adapter's, not the library's: ``AsyncMemory`` calls its
 vector store from worker threads (``asyncio.to_thread``) with no lock, and
@@ -74,7 +84,7 @@ from mem0.configs.base import MemoryConfig
 from mem0.configs.embeddings.base import BaseEmbedderConfig
 from mem0.embeddings.base import EmbeddingBase
 
-__all__ = ["HashingMem0Embedder", "Mem0Store", "factory"]
+__all__ = ["HashingMem0Embedder", "Mem0Store", "factory", "local_memory", "memory"]
 
 LIBRARY = f"mem0ai {version('mem0ai')}"
 
@@ -96,6 +106,28 @@ def _entry(item: dict[str, Any]) -> tuple[Entry, str]:
                   int(meta.get("seq", 0)), str(item.get("role", "")), str(item.get("memory", "")),
                   tuple(meta.get("covers") or ()))
     return found, str(item["id"])
+
+
+def local_memory(where: Path, *, serialize_vector_store: bool = True) -> AsyncMemory:
+    """An offline ``AsyncMemory`` on a local Qdrant directory and history database under
+    ``where``: the hashing embedder in place of mem0's, an LLM that ``infer=False`` never
+    calls, and (unless told otherwise) the lock around the vector store (the docstring
+    says why). Both audits make their memory here."""
+    config = MemoryConfig(
+        vector_store={"provider": "qdrant", "config": {
+            "collection_name": "memories", "embedding_model_dims": DIM,
+            "path": str(where / "qdrant")}},
+        llm={"provider": "openai", "config": {"api_key": "unused-infer-false"}},
+        embedder={"provider": "openai",
+                  "config": {"api_key": "unused", "embedding_dims": DIM}},
+        history_db_path=str(where / "history.db"),
+    )
+    memory = AsyncMemory(config)
+    memory.embedding_model = HashingMem0Embedder()
+    memory.nomnesia_qdrant_client = getattr(memory.vector_store, "client", None)
+    if serialize_vector_store:
+        memory.vector_store = SerializedCalls(memory.vector_store)
+    return memory
 
 
 class SerializedCalls:
@@ -125,20 +157,8 @@ class Mem0Store(AuditStore):
     def __init__(self, *, keep_last: int = 4, serialize_vector_store: bool = True) -> None:
         super().__init__(keep_last=keep_last)
         self._dir = Path(tempfile.mkdtemp(prefix="nomnesia-mem0-"))
-        config = MemoryConfig(
-            vector_store={"provider": "qdrant", "config": {
-                "collection_name": "memories", "embedding_model_dims": DIM,
-                "path": str(self._dir / "qdrant")}},
-            llm={"provider": "openai", "config": {"api_key": "unused-infer-false"}},
-            embedder={"provider": "openai",
-                      "config": {"api_key": "unused", "embedding_dims": DIM}},
-            history_db_path=str(self._dir / "history.db"),
-        )
-        self.memory = AsyncMemory(config)
-        self.memory.embedding_model = HashingMem0Embedder()
-        self._client = getattr(self.memory.vector_store, "client", None)
-        if serialize_vector_store:
-            self.memory.vector_store = SerializedCalls(self.memory.vector_store)
+        self.memory = local_memory(self._dir, serialize_vector_store=serialize_vector_store)
+        self._client = getattr(self.memory, "nomnesia_qdrant_client", None)
         # mem0 ids written per user, so that consistent_state can look for them after forget.
         self._written: dict[str, set[str]] = {}
         self._forgotten: dict[str, set[str]] = {}
@@ -247,3 +267,22 @@ async def factory_unlocked() -> AsyncIterator[Mem0Store]:
         yield store
     finally:
         await store.aclose()
+
+
+@asynccontextmanager
+async def memory() -> AsyncIterator[AsyncMemory]:
+    """``--mem0-memory nomnesia.adapters.ecosystem.mem0:memory``: the same mem0 through the
+    suite's public mapping (``nomnesia.suite.interfaces.mem0``), profile ``memory``; what is
+    the audit's own is the offline configuration and the vector-store lock."""
+    where = Path(tempfile.mkdtemp(prefix="nomnesia-mem0-"))
+    made = local_memory(where)
+    try:
+        yield made
+    finally:
+        try:
+            made.close()
+            client = getattr(made, "nomnesia_qdrant_client", None)
+            if client is not None:
+                client.close()
+        finally:
+            shutil.rmtree(where, ignore_errors=True)

@@ -403,10 +403,15 @@ def _probe(audit: str, results: Path) -> int:
     from .probes import run_probes
 
     probes: dict[str, str | None] = {}
-    if AUDITS[audit].option == "--store":  # the probes call the contract's methods
-        module, _, attr = AUDITS[audit].factory.partition(":")
-        factory = getattr(importlib.import_module(module), attr)
-        probes = asyncio.run(run_probes(audit, factory))
+    module, _, attr = AUDITS[audit].factory.partition(":")
+    factory = getattr(importlib.import_module(module), attr)
+    if AUDITS[audit].option != "--store":
+        # The probes call the suite's methods; an interface audit's factory makes the
+        # library's object, which the option's own mapping opens, as in the suite run.
+        from nomnesia.suite.interfaces import by_option, store_factory
+
+        factory = store_factory(by_option(AUDITS[audit].option), factory)
+    probes = asyncio.run(run_probes(audit, factory))
     # Where the library is installed, each cause's functions are attributed (and recorded:
     # an audit in a venv of its own has libraries the report's Python may not have).
     attributed = {a.function if isinstance(a, Attribution) else a.partition(":")[0]:

@@ -80,6 +80,15 @@ INTERFACES: tuple[Interface, ...] = (
     Interface("--adk-sessions", "nomnesia_adk_sessions",
               "a Google ADK BaseSessionService",
               "google.adk.sessions:InMemorySessionService", "adk", "google.adk", "google-adk"),
+    Interface("--mem0-memory", "nomnesia_mem0_memory",
+              "a mem0 Memory or AsyncMemory (added with infer=False; for one that needs no "
+              "network see nomnesia.suite.examples)",
+              "mem0:AsyncMemory", "mem0", "mem0", "mem0ai"),
+    Interface("--agent-framework-history", "nomnesia_agent_framework_history",
+              "a Microsoft Agent Framework HistoryProvider (InMemoryHistoryProvider, "
+              "RedisHistoryProvider ...)",
+              "agent_framework:InMemoryHistoryProvider", "agent_framework", "agent_framework",
+              "agent-framework-core"),
 )
 
 

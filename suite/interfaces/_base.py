@@ -29,6 +29,17 @@ def per_user(factory: Callable[..., Any]) -> bool:
 
 
 
+def needs_id(factory: Callable[..., Any]) -> bool:
+    """Whether ``factory`` has a positional parameter without a default: it cannot be called
+    with no argument."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+               for p in params)
+
+
 class InterfaceMismatch(Exception):
     """The object a factory made lacks a method its option maps: the wrong option for it.
 
@@ -115,7 +126,12 @@ class Mapped:
 
     def __init__(self, factory: Callable[..., Any]) -> None:
         self._factory = factory
-        self._takes_id = per_user(factory)
+        # Where one object holds every user, a positional parameter with a default is the
+        # library's own (``AsyncMemory(config=...)``, ``InMemoryHistoryProvider(source_id=
+        # None)``): an id there would be taken for it. Only a factory that cannot be called
+        # without one (a per-session factory given to such an option) gets it, so that what
+        # it makes can be named in the mismatch sentence.
+        self._takes_id = per_user(factory) and (self.one_per_user or needs_id(factory))
         self._objects: dict[str, Any] = {}
         self._making: dict[str, asyncio.Lock] = {}
         self._stack = AsyncExitStack()

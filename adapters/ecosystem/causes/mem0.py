@@ -7,7 +7,10 @@ from .shared import invalid
 
 __all__ = ["CAUSES"]
 
-M = ("mem0",)
+M = ("mem0", "mem0-memory")
+"""The full-profile adapter, and mem0 through the suite's ``--mem0-memory`` mapping."""
+FULL = ("mem0",)
+"""Causes only the full profile can show: message ids, compaction, ``consistent_state``."""
 _TRIMMED = (r"(?:'(?:(?: |\\[ntr])[^'\n]*|[^'\n]*(?: |\\[ntr]))'"
             r'|"(?:(?: |\\[ntr])[^"\n]*|[^"\n]*(?: |\\[ntr]))")')
 """A quoted user id (as the suite prints it: its repr, in double quotes when it holds a
@@ -42,7 +45,7 @@ CAUSES: tuple[Cause, ...] = (
           functions=("mem0.vector_stores.qdrant:Qdrant._build_field_condition",),
           match=(r"^G9 isolation: user id '\*': (?![^\n]*\bforget)",), probe="wildcard_read",
           shows=r"returned memories of"),
-    Cause("mem0-wildcard-metadata", M, ("G6", "Inputs"), "hazard",
+    Cause("mem0-wildcard-metadata", FULL, ("G6", "Inputs"), "hazard",
           "Qdrant._build_field_condition ('*' matches any value)",
           "a metadata filter with the value '*' matches every memory, so looking up "
           "message id '*' finds another message",
@@ -91,7 +94,7 @@ CAUSES: tuple[Cause, ...] = (
           functions=("mem0.memory.main:AsyncMemory.search",),
           match=(r"raised ValueError: Invalid query: cannot be empty",),
           shows=r"ValueError: Invalid query"),
-    Cause("mem0-history-keeps-forgotten", M, ("G8", "G11"), "hazard",
+    Cause("mem0-history-keeps-forgotten", FULL, ("G8", "G11"), "hazard",
           "AsyncMemory._delete_memory (SQLiteManager.add_history)",
           "delete_all() removes the vectors but writes the old content into the SQLite "
           "history as a DELETE row, where it stays",
@@ -107,7 +110,30 @@ CAUSES: tuple[Cause, ...] = (
           "there is no batch or transaction: an interrupted compaction or forget leaves half "
           "of it done", "task = create_task(m.delete_all(user_id='u')); <cancel>  "
           "# some memories deleted", "a task is cancelled during a multi-memory call",
-          match=(r"^G10 interruption:",), kind="mapping"),
+          match=(r"^G10 interruption:",), kind="mapping",
+          yields_to=("mem0-add-partial-batch",)),
+    Cause("mem0-add-partial-batch", ("mem0-memory",), ("G10",), "hazard",
+          "AsyncMemory._add_to_vector_store (infer=False: one _create_memory per message)",
+          "add() of several messages stores them one at a time: when one cannot be stored "
+          "(its payload cannot be serialized), add raises after the messages before it were "
+          "stored, so the caller's retry of the batch stores those twice",
+          "await m.add([{'role': 'user', 'content': 'a'}, {'role': 'user', 'content': 'b', "
+          "'name': object()}], user_id='u', infer=False)  # raises; get_all: 'a' is stored",
+          "infer=False and a batch of two or more messages, one of which cannot be stored",
+          documented="add's docstring says nothing of a batch being stored whole or not at all",
+          functions=("mem0.memory.main:AsyncMemory._add_to_vector_store",),
+          match=(r"AsyncMemory\.add\(\[[^\n]*Unserializable[^\n]*\bpartial",),
+          shows=r"raised \w+: .* and stored \d+ of them"),
+    Cause("mem0-accepts-k-zero", ("mem0-memory",), ("Inputs",), "contract gap",
+          "_validate_search_params (top_k must be non-negative)",
+          "search(top_k=0) is accepted and returns nothing, where SPEC's k is at least 1 and "
+          "0 is refused with ValueError (the full-profile adapter checks k itself)",
+          "await m.search('x', top_k=0, filters={'user_id': 'u'})  # accepted: no results",
+          "always",
+          documented="_validate_search_params's docstring: 'top_k: Number of results to "
+                     "return (must be non-negative integer)'",
+          functions=("mem0.memory.main:_validate_search_params",),
+          match=(r"^Inputs: .*" + invalid("k") + r"0 was accepted",)),
     Cause("mem0-coerces-ids", M, ("Inputs",), "hazard",
           "_validate_and_trim_entity_id (str(value)); for None, "
           "mem0.memory.utils.process_telemetry_filters (None.encode)",

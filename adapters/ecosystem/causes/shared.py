@@ -9,7 +9,7 @@ __all__ = ["CAUSES", "CHATS", "WRONG", "invalid"]
 ALL = ("langgraph-memory", "langgraph-postgres", "langchain-postgres", "mem0",
        "llama-index-redis", "llama-index-postgres")
 CHATS = ("langchain-postgres", "llama-index-redis", "llama-index-postgres")
-INPUTS = (*ALL, "langgraph-redis-index")
+INPUTS = (*ALL, "langgraph-redis-index", "mem0-memory")
 """Stores the suite judges on invalid inputs too (the memory and full profiles)."""
 WRONG = r"(?:was accepted|raised \w+, not ValueError or TypeError)"
 """How the suite reports an invalid value that went through, or crashed with a library error."""
@@ -65,7 +65,7 @@ CAUSES: tuple[Cause, ...] = (
           "append('u', 'user', None)  # accepted", "always",
           match=(r"^Inputs: .*" + invalid("content") + r"(?:None|1|b'text') " + WRONG,),
           kind="mapping"),
-    Cause("unchecked-nul-user-id", ("mem0", *CHATS), ("Inputs",), "contract gap",
+    Cause("unchecked-nul-user-id", ("mem0", "mem0-memory", *CHATS), ("Inputs",), "contract gap",
           "no check of NUL in keys (Qdrant payload, Redis key, PostgreSQL text)",
           "a user id with NUL is not refused with ValueError: it is stored as given (Qdrant, "
           "Redis), or PostgreSQL refuses it with DataError/DBAPIError",

@@ -1,0 +1,248 @@
+"""Pasteable factories for the interface options, in memory and on a real engine.
+
+Each is what a team's own factory looks like, made importable so that the README's
+commands run as written::
+
+    python -m pytest --pyargs nomnesia.suite --mem0-memory nomnesia.suite.examples:mem0_qdrant
+    python -m pytest --pyargs nomnesia.suite \\
+        --llama-chat-store nomnesia.suite.examples:llama_postgres
+
+The engine ones take their server from the running suite (``engine_url``: embedded
+engines from the ``embedded`` extra, or ``--nomnesia-backends docker|external``). They
+share one database for the whole run, as an application does: the suite writes fresh ids
+in every test and forgets what each test wrote (docs/suite.md), so the tables need not
+be new. Copy one and change the URL to point the suite at your own deployment.
+
+mem0 offline: mem0 reaches the network for its embedder, its LLM (with ``infer=True``)
+and its telemetry. :func:`mem0_offline_config` is a config that needs none of them: a
+deterministic hashing embedder (``nomnesia.adapters.text.HashingEmbedder``, word and
+character 3-gram features, no model download) put in place of mem0's by
+:func:`mem0_offline`, an OpenAI LLM that is never called (the suite adds with
+``infer=False``), and ``MEM0_TELEMETRY=False`` set before mem0 is imported.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .engines import engine_url
+
+__all__ = ["MEM0_DIMS", "adk_postgres", "agent_framework_memory", "agent_framework_redis",
+           "agents_postgres",
+           "langchain_postgres", "langgraph_postgres", "llama_postgres", "mem0_memory",
+           "mem0_offline", "mem0_offline_config", "mem0_pgvector", "mem0_qdrant",
+           "mem0_sync_memory"]
+
+MEM0_DIMS = 256
+"""Dimensions of the hashing embedder the mem0 factories use."""
+
+M = TypeVar("M")
+
+
+def _asyncpg_url() -> str:
+    """The suite's PostgreSQL for SQLAlchemy's asyncpg dialect (the libraries' async path)."""
+    return "postgresql+asyncpg://" + engine_url("postgres").split("://", 1)[1]
+
+
+# --------------------------------------------------------------------------- mem0
+
+
+def _mem0_telemetry_off() -> None:
+    """mem0 reads ``MEM0_TELEMETRY`` when it is imported; offline, it must be off first."""
+    os.environ.setdefault("MEM0_TELEMETRY", "False")
+
+
+def mem0_offline_config(vector_store: dict[str, Any], *, history_db_path: str | None = None,
+                        dims: int = MEM0_DIMS) -> dict[str, Any]:
+    """A mem0 config dict (``Memory.from_config`` / ``AsyncMemory.from_config``) that makes
+    no network call while the suite runs: ``vector_store`` as given (its
+    ``embedding_model_dims`` set to ``dims``), an OpenAI embedder and LLM with a placeholder
+    key (made, never called: :func:`mem0_offline` replaces the embedder, and ``infer=False``
+    never asks the LLM)."""
+    store = {**vector_store, "config": {**vector_store.get("config", {}),
+                                        "embedding_model_dims": dims}}
+    config: dict[str, Any] = {
+        "vector_store": store,
+        "embedder": {"provider": "openai", "config": {"api_key": "unused-offline",
+                                                      "embedding_dims": dims}},
+        "llm": {"provider": "openai", "config": {"api_key": "unused-infer-false"}},
+    }
+    if history_db_path is not None:
+        config["history_db_path"] = history_db_path
+    return config
+
+
+def mem0_offline(memory: M, *, dims: int = MEM0_DIMS) -> M:
+    """``memory`` (a mem0 ``Memory`` or ``AsyncMemory``) with the hashing embedder in place
+    of its own: mem0 takes an embedder only by provider name, so the object is swapped."""
+    from mem0.configs.embeddings.base import BaseEmbedderConfig
+    from mem0.embeddings.base import EmbeddingBase
+
+    from nomnesia.adapters.text import HashingEmbedder
+
+    hashing = HashingEmbedder(dims)
+
+    class Hashing(EmbeddingBase):  # type: ignore[misc,unused-ignore]
+        def embed(self, text: str, memory_action: str | None = None) -> list[float]:
+            return hashing.embed_one(text)
+
+    memory.embedding_model = Hashing(BaseEmbedderConfig(embedding_dims=dims))  # type: ignore[attr-defined]
+    return memory
+
+
+@asynccontextmanager
+async def _mem0_local(asynchronous: bool) -> AsyncIterator[Any]:
+    _mem0_telemetry_off()
+    from mem0 import AsyncMemory, Memory
+
+    where = Path(tempfile.mkdtemp(prefix="nomnesia-mem0-"))
+    config = mem0_offline_config(
+        {"provider": "qdrant", "config": {"collection_name": "memories",
+                                          "path": str(where / "qdrant")}},
+        history_db_path=str(where / "history.db"))
+    kind: Any = AsyncMemory if asynchronous else Memory
+    try:
+        yield mem0_offline(kind.from_config(config))
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def mem0_memory() -> Any:
+    """``--mem0-memory``: an ``AsyncMemory`` on a local Qdrant directory of its own (Qdrant's
+    local mode: no server), offline."""
+    return _mem0_local(True)
+
+
+def mem0_sync_memory() -> Any:
+    """``--mem0-memory``: the same with mem0's sync ``Memory`` (called in worker threads)."""
+    return _mem0_local(False)
+
+
+def _history_db() -> str:
+    return str(Path(tempfile.mkdtemp(prefix="nomnesia-mem0-")) / "history.db")
+
+
+def mem0_qdrant() -> Any:
+    """``--mem0-memory``: an ``AsyncMemory`` on the suite's Qdrant server, offline. One
+    collection for the run; mem0's history database (SQLite) in a temporary file."""
+    _mem0_telemetry_off()
+    from mem0 import AsyncMemory
+
+    config = mem0_offline_config(
+        {"provider": "qdrant", "config": {"collection_name": "nomnesia_mem0",
+                                          "url": engine_url("qdrant")}},
+        history_db_path=_history_db())
+    return mem0_offline(AsyncMemory.from_config(config))
+
+
+def mem0_pgvector() -> Any:
+    """``--mem0-memory``: an ``AsyncMemory`` on the suite's PostgreSQL with pgvector (needs
+    ``psycopg[pool]``, the ``pgvector`` extra), offline. One collection (a table) for the
+    run."""
+    _mem0_telemetry_off()
+    from mem0 import AsyncMemory
+
+    config = mem0_offline_config(
+        {"provider": "pgvector", "config": {"collection_name": "nomnesia_mem0",
+                                            "connection_string": engine_url("postgres")}},
+        history_db_path=_history_db())
+    return mem0_offline(AsyncMemory.from_config(config))
+
+
+# --------------------------------------------------------------------------- the others
+
+
+def llama_postgres() -> Any:
+    """``--llama-chat-store``: llama-index's ``SQLAlchemyChatStore`` (the store behind
+    ``Memory``) on the suite's PostgreSQL (needs ``asyncpg``), one table for the run."""
+    from llama_index.core.storage.chat_store.sql import SQLAlchemyChatStore
+
+    return SQLAlchemyChatStore(table_name="nomnesia_chat", async_database_uri=_asyncpg_url())
+
+
+@asynccontextmanager
+async def agents_postgres(session_id: str) -> AsyncIterator[Any]:
+    """``--openai-session``: the Agents SDK's ``SQLAlchemySession`` on the suite's
+    PostgreSQL (needs ``sqlalchemy`` and ``asyncpg``); its engine is disposed with the
+    session, which has no close of its own."""
+    from agents.extensions.memory import SQLAlchemySession
+
+    session = SQLAlchemySession.from_url(session_id, url=_asyncpg_url(), create_tables=True)
+    try:
+        yield session
+    finally:
+        await session.engine.dispose()
+
+
+@asynccontextmanager
+async def langgraph_postgres() -> AsyncIterator[Any]:
+    """``--langgraph-store``: LangGraph's ``AsyncPostgresStore`` on the suite's PostgreSQL
+    (needs ``langgraph-checkpoint-postgres``), its one ``store`` table set up once."""
+    from langgraph.store.postgres import AsyncPostgresStore
+
+    async with AsyncPostgresStore.from_conn_string(engine_url("postgres")) as store:
+        await store.setup()
+        yield store
+
+
+@asynccontextmanager
+async def langchain_postgres(session_id: str) -> AsyncIterator[Any]:
+    """``--langchain-history``: langchain-postgres's ``PostgresChatMessageHistory`` on the
+    suite's PostgreSQL (needs ``langchain-postgres``), one table for the run, one async
+    connection per session. The library takes only UUIDs as session ids (its documented
+    constraint), so the user id is mapped to one, as an application keyed by user does:
+    ``uuid5`` of the id, one UUID per id and no two ids on one."""
+    import uuid
+
+    import psycopg
+    from langchain_postgres import PostgresChatMessageHistory
+
+    connection = await psycopg.AsyncConnection.connect(engine_url("postgres"))
+    try:
+        await PostgresChatMessageHistory.acreate_tables(connection, "nomnesia_chat")
+        session = str(uuid.uuid5(uuid.NAMESPACE_URL, f"nomnesia:{session_id}"))
+        yield PostgresChatMessageHistory("nomnesia_chat", session,
+                                         async_connection=connection)
+    finally:
+        await connection.close()
+
+
+@asynccontextmanager
+async def adk_postgres() -> AsyncIterator[Any]:
+    """``--adk-sessions``: Google ADK's ``DatabaseSessionService`` on the suite's PostgreSQL
+    (needs ``asyncpg``), closed with the store."""
+    from google.adk.sessions import DatabaseSessionService
+
+    service = DatabaseSessionService(db_url=_asyncpg_url())
+    try:
+        yield service
+    finally:
+        await service.close()
+
+
+def agent_framework_memory() -> Any:
+    """``--agent-framework-history``: the framework's default ``InMemoryHistoryProvider``."""
+    from agent_framework import InMemoryHistoryProvider
+
+    return InMemoryHistoryProvider()
+
+
+@asynccontextmanager
+async def agent_framework_redis() -> AsyncIterator[Any]:
+    """``--agent-framework-history``: ``RedisHistoryProvider`` (``agent-framework-redis``,
+    whose pins cap ``redis`` and ``redisvl``) on the suite's Redis, one application for the
+    run."""
+    import redis.asyncio as redis
+    from agent_framework_redis import RedisHistoryProvider
+
+    client: Any = redis.from_url(engine_url("redis"), decode_responses=True)
+    try:
+        yield RedisHistoryProvider(redis_client=client, application_id="nomnesia")
+    finally:
+        await client.aclose()
