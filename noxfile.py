@@ -175,8 +175,8 @@ def tests(session: nox.Session) -> None:
 
     One worker more than CPUs: many tests wait on an engine or a subprocess."""
     workers = str((os.cpu_count() or 1) + 1)
-    _pytest(session, *(session.posargs or ["-n", workers, "--dist", "loadgroup", "-m",
-                                           "not slow and not install and not docker"]))
+    quick = "not slow and not install and not docker and not readme"
+    _pytest(session, *(session.posargs or ["-n", workers, "--dist", "loadgroup", "-m", quick]))
 
 
 @nox.session(default=False)
@@ -185,6 +185,13 @@ def slow(session: nox.Session) -> None:
     a venv made from nothing among them); ``.ci/run`` runs it after ``tests``."""
     _pytest(session, "-n", "2", "--dist", "loadgroup", "-m", "slow or install", "tests",
             *session.posargs)
+
+
+@nox.session(default=False)
+def readme(session: nox.Session) -> None:
+    """Every interface command of the README on its real engine (and mem0's), as written:
+    minutes each, so beside the matrix rather than in every CI run."""
+    _pytest(session, "-n", "2", "-m", "readme", "tests/test_profiles.py", *session.posargs)
 
 
 @nox.session(default=False)

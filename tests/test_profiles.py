@@ -262,10 +262,19 @@ def test_the_readme_has_every_interface_in_memory_and_on_an_engine() -> None:
         assert factory.rpartition(":")[2] in examples.__all__, factory
 
 
-@pytest.mark.slow  # seven libraries, each imported in a fresh process: nox -s slow runs them
-@pytest.mark.parametrize(("option", "factory", "profile"), README_INTERFACES + README_ENGINES,
-                         ids=[f"{o.lstrip('-')}-{f.rpartition(':')[2]}"
-                              for o, f, _ in README_INTERFACES + README_ENGINES])
+def _readme_case(option: str, factory: str, profile: str, *, engine: bool) -> Any:
+    """One README command as a test case: ``slow`` in memory (seconds each, in a fresh
+    process), ``readme`` on an engine or for mem0 (minutes each, up to 8 for ADK on
+    PostgreSQL: ``nox -s readme``, beside the matrix, not in every CI run)."""
+    heavy = engine or option == "--mem0-memory"
+    return pytest.param(option, factory, profile,
+                        marks=pytest.mark.readme if heavy else pytest.mark.slow,
+                        id=f"{option.lstrip('-')}-{factory.rpartition(':')[2]}")
+
+
+@pytest.mark.parametrize(("option", "factory", "profile"),
+                         [_readme_case(*case, engine=False) for case in README_INTERFACES]
+                         + [_readme_case(*case, engine=True) for case in README_ENGINES])
 def test_each_interface_runs_the_whole_suite_with_no_adapter_code(
         pytester: pytest.Pytester, option: str, factory: str, profile: str) -> None:
     """The README's command for each interface, in memory and on an engine: the profile
