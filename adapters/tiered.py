@@ -174,7 +174,8 @@ class TieredMemoryStore:
 
     # -- plumbing -------------------------------------------------------------
 
-    async def _call(self, backend: str, awaitable: Awaitable[T]) -> T:
+    async def _call(self, backend: str, awaitable: Awaitable[T], *,
+                    down_ok: bool = False) -> T:
         """Bound one backend call by the timeout and name the backend in any failure.
 
         The call runs in a task of its own. On timeout it is cancelled and
@@ -184,10 +185,17 @@ class TieredMemoryStore:
         request already sent can still land on the server after the client
         gave up, e.g. after a ``recover()`` that already looked, and only its
         answer proves the server is done with it (``_settle`` waits for that).
+        ``down_ok``: a ``TierDown`` reaches the caller, which serves the read
+        elsewhere; otherwise it is the backend's failure (``BackendUnavailable``).
         """
-        task = asyncio.ensure_future(awaitable)
+        return await self._outcome(backend, asyncio.ensure_future(awaitable), self.timeout,
+                                   down_ok=down_ok)
+
+    async def _outcome(self, backend: str, task: asyncio.Future[T], timeout: float, *,
+                       down_ok: bool = False) -> T:
+        """Wait up to ``timeout`` for a backend call already running as ``task`` (``_call``)."""
         try:
-            done, _ = await asyncio.wait((task,), timeout=self.timeout)
+            done, _ = await asyncio.wait((task,), timeout=timeout)
         except BaseException:
             # The caller was interrupted, not the backend: let the call finish.
             self._abandoned.add(task, backend)
@@ -197,7 +205,11 @@ class TieredMemoryStore:
             raise BackendTimeout(backend, self.timeout)
         try:
             return task.result()
-        except (ValueError, TypeError, MemoryStoreError, StalePrefix, TierLost, TierDown):
+        except TierDown as exc:
+            if down_ok:
+                raise
+            raise BackendUnavailable(backend, str(exc)) from exc
+        except (ValueError, TypeError, MemoryStoreError, StalePrefix, TierLost):
             raise
         except (TimeoutError, asyncio.TimeoutError):  # distinct classes before Python 3.11
             raise BackendTimeout(backend, self.timeout) from None
@@ -232,10 +244,38 @@ class TieredMemoryStore:
 
     async def _put_tiers(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]],
                          op: str) -> None:
-        await self._call(self.log.name, self.log.put(entries))
-        await failpoint(f"tiered.{op}.after_log")
-        await self._call(self.index.name, self.index.upsert(entries, vectors))
-        await failpoint(f"tiered.{op}.after_index")
+        """Write the log and the index at once: the append costs archive + max(log, index).
+
+        Both writes are idempotent by entry id and come after the archive commit, whose
+        outbox row and ``guard.dirty`` already say that both tiers may be behind, so
+        their order does not matter and neither needs the other (seq, the order of
+        history, was fixed by the archive). Both are waited for, within one timeout
+        from when they started, before anything is raised: a failure of one never
+        leaves the other running unseen, and the error raised is the log's if both
+        failed, as when they ran one after the other. An interruption (cancellation,
+        here or at a failpoint) leaves whichever write still runs to finish in the
+        background, tracked as abandoned: ``_settle`` waits for it before the next
+        write or ``recover()`` reads the tiers, and the outbox row replays it.
+        """
+        deadline = asyncio.get_running_loop().time() + self.timeout
+        writes = ((self.log.name, asyncio.ensure_future(self.log.put(entries)), "after_log"),
+                  (self.index.name, asyncio.ensure_future(self.index.upsert(entries, vectors)),
+                   "after_index"))
+        failure: Exception | None = None
+        for backend, task, point in writes:
+            try:
+                left = max(0.0, deadline - asyncio.get_running_loop().time())
+                await self._outcome(backend, task, left)
+                await failpoint(f"tiered.{op}.{point}")
+            except Exception as exc:  # the other write still runs: wait for it first
+                failure = failure or exc
+            except BaseException:  # interrupted: what still runs is left to finish, tracked
+                for other_backend, other, _ in writes:
+                    if other is not task:  # a done one is only reaped (its error retrieved)
+                        self._abandoned.add(other, other_backend)
+                raise
+        if failure is not None:
+            raise failure
 
     @asynccontextmanager
     async def _writing(self, user_id: str, guard: _Guard) -> AsyncIterator[bool]:
@@ -327,7 +367,8 @@ class TieredMemoryStore:
                     guard.lock.locked() or guard.dirty):
                 version = guard.version
                 try:
-                    entries = await self._call(self.log.name, self._log_tail(user_id, limit))
+                    entries = await self._call(self.log.name, self._log_tail(user_id, limit),
+                                               down_ok=True)
                 except TierLost:
                     self._log_lost = True
                 except (TierDown, BackendTimeout):
