@@ -42,6 +42,13 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TypeVar
 
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_before_delay,
+    wait_exponential_jitter,
+)
+
 from nomnesia.suite.contract import (
     Capabilities,
     ConsistencyReport,
@@ -96,6 +103,15 @@ FAILPOINTS: tuple[str, ...] = (
 """Every point between two backend writes, in the order an operation passes them."""
 
 _COMPACT_ATTEMPTS = 8
+
+_LOG_RETRY_BUDGET = 0.9
+"""Share of the store's timeout an append's log put may spend sending itself again
+while the log engine does not answer (``_log_put``): the rest is left, so the put's
+own last error, not the store's timeout, is what a caller hears after a long outage."""
+_LOG_ATTEMPTS = 4
+"""An attempt of the log put waits at most timeout / this: a frozen primary answers
+nothing until its socket times out, and the promoted one is only reached by the next
+attempt's new connection."""
 
 
 @dataclass
@@ -258,7 +274,7 @@ class TieredMemoryStore:
         write or ``recover()`` reads the tiers, and the outbox row replays it.
         """
         deadline = asyncio.get_running_loop().time() + self.timeout
-        writes = ((self.log.name, asyncio.ensure_future(self.log.put(entries)), "after_log"),
+        writes = ((self.log.name, asyncio.ensure_future(self._log_put(entries)), "after_log"),
                   (self.index.name, asyncio.ensure_future(self.index.upsert(entries, vectors)),
                    "after_index"))
         failure: Exception | None = None
@@ -276,6 +292,40 @@ class TieredMemoryStore:
                 raise
         if failure is not None:
             raise failure
+
+    async def _log_put(self, entries: Sequence[Entry]) -> None:
+        """The log's put, sent again while its engine does not answer (issue 34.4).
+
+        After the archive commit the entry is durable, and the log is a cache that
+        must catch up: during a failover (a Sentinel promoting a replica, a cluster
+        shard's replica taking over) the put raises ``TierDown`` until the log's
+        client reaches the new primary. Failing the append then would report a
+        durable write as failed. So the put is retried, with growing jittered
+        waits, for at most ``_LOG_RETRY_BUDGET`` of the timeout, each attempt
+        bounded by timeout / ``_LOG_ATTEMPTS`` (a frozen primary answers nothing; an
+        attempt given up on is tracked as abandoned, as any call is).
+        A retry is safe because ``put`` is idempotent by entry id, and the
+        archive, not the log, assigned seq: nothing is applied twice. A put that
+        never got through raises its last ``TierDown``; an error the engine
+        answered with is raised at once.
+        """
+        loop = asyncio.get_running_loop()
+        budget = self.timeout * _LOG_RETRY_BUDGET
+        deadline = loop.time() + budget
+
+        async def attempt() -> None:
+            # Through _outcome, so that an attempt given up on is cancelled and stays
+            # tracked until it is over (it may still land: _settle waits for it). Ends by
+            # the deadline, so the caller's own bound (_put_tiers) never cuts it short.
+            bound = min(self.timeout / _LOG_ATTEMPTS, max(0.0, deadline - loop.time()))
+            await self._outcome(self.log.name, asyncio.ensure_future(self.log.put(entries)),
+                                bound, down_ok=True)
+
+        retrying = AsyncRetrying(retry=retry_if_exception_type((TierDown, BackendTimeout)),
+                                 stop=stop_before_delay(budget),
+                                 wait=wait_exponential_jitter(initial=0.02, max=0.25, jitter=0.02),
+                                 reraise=True)
+        await retrying(attempt)
 
     @asynccontextmanager
     async def _writing(self, user_id: str, guard: _Guard) -> AsyncIterator[bool]:

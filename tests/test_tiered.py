@@ -576,3 +576,80 @@ async def test_a_cancelled_append_leaves_both_writes_to_finish_then_recovers(
     await store.recover()
     assert [e.id for e in await store.get_history("ann")] == ["x"]
     assert await store.consistent_state("ann") and await store.archive.pending() == []
+
+
+class _FailingOverLog(InMemoryLog):
+    """A log whose puts meet a failover: ``TierDown`` (no answer) for the first ``down``
+    puts, or a put that hangs (a frozen primary) for the first ``frozen`` ones; or an
+    error the engine answered with, which no retry can help (issue 34.4)."""
+
+    def __init__(self, *, down: int = 0, frozen: int = 0, refuse: bool = False) -> None:
+        super().__init__("log")
+        self.down, self.frozen, self.refuse = down, frozen, refuse
+        self.puts = 0
+
+    async def put(self, entries: Sequence[Entry]) -> None:
+        self.puts += 1
+        if self.refuse:
+            raise RuntimeError("ERR the engine refused the script")
+        if self.frozen > 0:
+            self.frozen -= 1
+            await asyncio.Event().wait()
+        if self.down > 0:
+            self.down -= 1
+            raise TierDown("log does not answer: ConnectionError")
+        await super().put(entries)
+
+
+async def _one_append(log: _FailingOverLog, timeout: float = 1.0) -> TieredMemoryStore:
+    store = TieredMemoryStore(log=log, index=InMemoryIndex(), archive=InMemoryArchive(),
+                              timeout=timeout)
+    await store.recover()
+    return store
+
+
+@pytest.mark.parametrize("way", ["down", "frozen"])
+async def test_an_append_waits_out_a_log_failover_and_is_applied_once(way: str) -> None:
+    """The archive committed: the append answers once the log's put gets through, and
+    the entry is in every tier once (the put was sent again, by entry id)."""
+    log = _FailingOverLog(down=5) if way == "down" else _FailingOverLog(frozen=1)
+    store = await _one_append(log)
+    try:
+        started = time.monotonic()
+        entry = await store.append_message("ann", "user", "x", message_id="x")
+        assert time.monotonic() - started < store.timeout
+        assert log.puts == (6 if way == "down" else 2)
+        assert await store.get_history("ann") == [entry]  # from the log: it is in line
+        assert await store.consistent_state("ann") and await store.archive.pending() == []
+        await store.recover()
+        assert [e.id for e in await store.get_history("ann")] == ["x"]
+    finally:
+        await store.aclose()
+
+
+async def test_a_log_down_past_the_timeout_still_fails_the_append_in_time() -> None:
+    log = _FailingOverLog(down=10**6)
+    store = await _one_append(log, timeout=0.3)
+    try:
+        started = time.monotonic()
+        with pytest.raises(BackendUnavailable, match="'log'"):
+            await store.append_message("ann", "user", "x", message_id="x")
+        assert time.monotonic() - started < 2 * store.timeout  # G12
+        assert log.puts > 1
+        log.down = 0
+        await store.recover()  # durable in the archive: replayed
+        assert [e.id for e in await store.get_history("ann")] == ["x"]
+    finally:
+        await store.aclose()
+
+
+async def test_an_error_the_log_answered_with_is_not_sent_again() -> None:
+    log = _FailingOverLog(refuse=True)
+    store = await _one_append(log)
+    try:
+        with pytest.raises(BackendUnavailable, match=r"'log'.*refused"):
+            await store.append_message("ann", "user", "x", message_id="x")
+        assert log.puts == 1
+    finally:
+        log.refuse = False
+        await store.aclose()
