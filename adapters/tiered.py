@@ -106,7 +106,7 @@ _COMPACT_ATTEMPTS = 8
 
 _LOG_RETRY_BUDGET = 0.9
 """Share of the store's timeout an append's log put may spend sending itself again
-while the log engine does not answer (``_log_put``): the rest is left, so the put's
+while the log engine does not answer (``_log_written``): the rest is left, so the put's
 own last error, not the store's timeout, is what a caller hears after a long outage."""
 _LOG_ATTEMPTS = 4
 """An attempt of the log put waits at most timeout / this: a frozen primary answers
@@ -209,14 +209,18 @@ class TieredMemoryStore:
 
     async def _outcome(self, backend: str, task: asyncio.Future[T], timeout: float, *,
                        down_ok: bool = False) -> T:
-        """Wait up to ``timeout`` for a backend call already running as ``task`` (``_call``)."""
-        try:
-            done, _ = await asyncio.wait((task,), timeout=timeout)
-        except BaseException:
-            # The caller was interrupted, not the backend: let the call finish.
-            self._abandoned.add(task, backend)
-            raise
-        if not done:
+        """Wait up to ``timeout`` for a backend call already running as ``task`` (``_call``).
+
+        One that is over already (the faster of two writes started together) is taken
+        as is: ``asyncio.wait`` would still cost a turn of the event loop."""
+        if not task.done():
+            try:
+                await asyncio.wait((task,), timeout=timeout)
+            except BaseException:
+                # The caller was interrupted, not the backend: let the call finish.
+                self._abandoned.add(task, backend)
+                raise
+        if not task.done():
             self._abandoned.add(task, backend, cancel=True)
             raise BackendTimeout(backend, self.timeout)
         try:
@@ -273,15 +277,20 @@ class TieredMemoryStore:
         background, tracked as abandoned: ``_settle`` waits for it before the next
         write or ``recover()`` reads the tiers, and the outbox row replays it.
         """
-        deadline = asyncio.get_running_loop().time() + self.timeout
-        writes = ((self.log.name, asyncio.ensure_future(self._log_put(entries)), "after_log"),
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        log = asyncio.ensure_future(self.log.put(entries))
+        writes = ((self.log.name, log, "after_log"),
                   (self.index.name, asyncio.ensure_future(self.index.upsert(entries, vectors)),
                    "after_index"))
         failure: Exception | None = None
         for backend, task, point in writes:
             try:
-                left = max(0.0, deadline - asyncio.get_running_loop().time())
-                await self._outcome(backend, task, left)
+                if task is log:
+                    await self._log_written(entries, log, started)
+                else:
+                    await self._outcome(backend, task,
+                                        max(0.0, started + self.timeout - loop.time()))
                 await failpoint(f"tiered.{op}.{point}")
             except Exception as exc:  # the other write still runs: wait for it first
                 failure = failure or exc
@@ -293,39 +302,53 @@ class TieredMemoryStore:
         if failure is not None:
             raise failure
 
-    async def _log_put(self, entries: Sequence[Entry]) -> None:
-        """The log's put, sent again while its engine does not answer (issue 34.4).
+    async def _log_written(self, entries: Sequence[Entry], first: asyncio.Future[None],
+                           started: float) -> None:
+        """Wait for the log's put ``first`` (started at ``started``); send it again while
+        the log's engine does not answer (issue 34.4).
 
         After the archive commit the entry is durable, and the log is a cache that
         must catch up: during a failover (a Sentinel promoting a replica, a cluster
         shard's replica taking over) the put raises ``TierDown`` until the log's
         client reaches the new primary. Failing the append then would report a
-        durable write as failed. So the put is retried, with growing jittered
-        waits, for at most ``_LOG_RETRY_BUDGET`` of the timeout, each attempt
-        bounded by timeout / ``_LOG_ATTEMPTS`` (a frozen primary answers nothing; an
-        attempt given up on is tracked as abandoned, as any call is).
-        A retry is safe because ``put`` is idempotent by entry id, and the
-        archive, not the log, assigned seq: nothing is applied twice. A put that
-        never got through raises its last ``TierDown``; an error the engine
-        answered with is raised at once.
+        durable write as failed. So the put is sent again, with growing jittered
+        waits (tenacity), until ``_LOG_RETRY_BUDGET`` of the timeout has passed since
+        ``started``, each attempt bounded by timeout / ``_LOG_ATTEMPTS`` (a frozen
+        primary answers nothing; an attempt given up on is cancelled and tracked as
+        abandoned, as any call is, so ``_settle`` waits for it). Each attempt ends
+        by the budget, so the caller's bound never cuts one short.
+
+        A retry is safe because ``put`` is idempotent by entry id, and the archive,
+        not the log, assigned seq: nothing is applied twice. A put that never got
+        through raises its last failure (``BackendUnavailable`` naming the log, or
+        ``BackendTimeout``); an error the engine answered with is raised at once.
+        The first attempt needs no retrying machinery (tenacity costs more than a
+        log write on loopback), so an append that meets no failover pays nothing.
         """
         loop = asyncio.get_running_loop()
-        budget = self.timeout * _LOG_RETRY_BUDGET
-        deadline = loop.time() + budget
+        until = started + self.timeout * _LOG_RETRY_BUDGET
 
-        async def attempt() -> None:
-            # Through _outcome, so that an attempt given up on is cancelled and stays
-            # tracked until it is over (it may still land: _settle waits for it). Ends by
-            # the deadline, so the caller's own bound (_put_tiers) never cuts it short.
-            bound = min(self.timeout / _LOG_ATTEMPTS, max(0.0, deadline - loop.time()))
-            await self._outcome(self.log.name, asyncio.ensure_future(self.log.put(entries)),
-                                bound, down_ok=True)
+        def bound() -> float:
+            return min(self.timeout / _LOG_ATTEMPTS, max(0.0, until - loop.time()))
 
-        retrying = AsyncRetrying(retry=retry_if_exception_type((TierDown, BackendTimeout)),
-                                 stop=stop_before_delay(budget),
-                                 wait=wait_exponential_jitter(initial=0.02, max=0.25, jitter=0.02),
-                                 reraise=True)
-        await retrying(attempt)
+        async def attempt(task: asyncio.Future[None] | None = None) -> None:
+            task = task if task is not None else asyncio.ensure_future(self.log.put(entries))
+            await self._outcome(self.log.name, task, bound(), down_ok=True)
+
+        try:
+            try:
+                await attempt(first)
+                return
+            except (TierDown, BackendTimeout):
+                if loop.time() >= until:
+                    raise
+            retrying = AsyncRetrying(
+                retry=retry_if_exception_type((TierDown, BackendTimeout)),
+                stop=stop_before_delay(max(0.0, until - loop.time())),
+                wait=wait_exponential_jitter(initial=0.02, max=0.25, jitter=0.02), reraise=True)
+            await retrying(attempt)
+        except TierDown as exc:
+            raise BackendUnavailable(self.log.name, str(exc)) from exc
 
     @asynccontextmanager
     async def _writing(self, user_id: str, guard: _Guard) -> AsyncIterator[bool]:
