@@ -109,9 +109,11 @@ _LOG_RETRY_BUDGET = 0.9
 while the log engine does not answer (``_log_written``): the rest is left, so the put's
 own last error, not the store's timeout, is what a caller hears after a long outage."""
 _LOG_ATTEMPTS = 4
-"""An attempt of the log put waits at most timeout / this: a frozen primary answers
-nothing until its socket times out, and the promoted one is only reached by the next
-attempt's new connection."""
+"""A retry of the log put waits at most timeout / this, the first attempt twice that: a
+frozen primary answers nothing until its socket times out, and the promoted one is only
+reached by the next attempt's new connection. The first attempt gets more, so that a
+log that is only slow (a loaded server, 100 ms of network latency under a 1 s timeout)
+is not cancelled and sent again over a new connection, which would only be slower."""
 
 
 @dataclass
@@ -331,10 +333,11 @@ class TieredMemoryStore:
         client reaches the new primary. Failing the append then would report a
         durable write as failed. So the put is sent again, with growing jittered
         waits (tenacity), until ``_LOG_RETRY_BUDGET`` of the timeout has passed since
-        ``started``, each attempt bounded by timeout / ``_LOG_ATTEMPTS`` (a frozen
-        primary answers nothing; an attempt given up on is cancelled and tracked as
-        abandoned, as any call is, so ``_settle`` waits for it). Each attempt ends
-        by the budget, so the caller's bound never cuts one short.
+        ``started``, each retry bounded by timeout / ``_LOG_ATTEMPTS`` and the first
+        attempt by twice that (a frozen primary answers nothing; an attempt given up
+        on is cancelled and tracked as abandoned, as any call is, so ``_settle``
+        waits for it). Each attempt ends by the budget, so the caller's bound never
+        cuts one short.
 
         A retry is safe because ``put`` is idempotent by entry id, and the archive,
         not the log, assigned seq: nothing is applied twice. A put that never got
@@ -346,12 +349,15 @@ class TieredMemoryStore:
         loop = asyncio.get_running_loop()
         until = started + self.timeout * _LOG_RETRY_BUDGET
 
-        def bound() -> float:
-            return min(self.timeout / _LOG_ATTEMPTS, max(0.0, until - loop.time()))
+        def bound(share: float) -> float:
+            return min(self.timeout * share, max(0.0, until - loop.time()))
 
         async def attempt(task: asyncio.Future[None] | None = None) -> None:
-            task = task if task is not None else asyncio.ensure_future(self.log.put(entries))
-            await self._outcome(self.log.name, task, bound(), down_ok=True)
+            if task is not None:  # the first: more time, as the log may only be slow
+                await self._outcome(self.log.name, task, bound(2 / _LOG_ATTEMPTS), down_ok=True)
+                return
+            await self._outcome(self.log.name, asyncio.ensure_future(self.log.put(entries)),
+                                bound(1 / _LOG_ATTEMPTS), down_ok=True)
 
         try:
             try:

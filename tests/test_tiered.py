@@ -583,13 +583,16 @@ class _FailingOverLog(InMemoryLog):
     puts, or a put that hangs (a frozen primary) for the first ``frozen`` ones; or an
     error the engine answered with, which no retry can help (issue 34.4)."""
 
-    def __init__(self, *, down: int = 0, frozen: int = 0, refuse: bool = False) -> None:
+    def __init__(self, *, down: int = 0, frozen: int = 0, refuse: bool = False,
+                 slow: float = 0.0) -> None:
         super().__init__("log")
-        self.down, self.frozen, self.refuse = down, frozen, refuse
+        self.down, self.frozen, self.refuse, self.slow = down, frozen, refuse, slow
         self.puts = 0
 
     async def put(self, entries: Sequence[Entry]) -> None:
         self.puts += 1
+        if self.slow:
+            await asyncio.sleep(self.slow)  # the engine's latency, not a wait for it
         if self.refuse:
             raise RuntimeError("ERR the engine refused the script")
         if self.frozen > 0:
@@ -652,4 +655,16 @@ async def test_an_error_the_log_answered_with_is_not_sent_again() -> None:
         assert log.puts == 1
     finally:
         log.refuse = False
+        await store.aclose()
+
+
+async def test_a_log_that_is_only_slow_is_not_sent_again() -> None:
+    """Past a retry's bound (timeout / 4) but within the first attempt's: the put is
+    waited for, not cancelled and resent over a new connection (which would be slower)."""
+    log = _FailingOverLog(slow=0.35)
+    store = await _one_append(log, timeout=1.0)
+    try:
+        await store.append_message("ann", "user", "x", message_id="x")
+        assert log.puts == 1
+    finally:
         await store.aclose()
