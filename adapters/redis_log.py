@@ -111,6 +111,13 @@ return 0
 """
 
 
+_NO_ANSWER = (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError,
+              redis_errors.ClusterDownError, redis_errors.TryAgainError)
+"""What a server that does not answer raises: down, failing over (a Sentinel-managed
+connection turns a demoted primary's READONLY into ``ConnectionError``), or a cluster
+whose slot has no primary yet. Never an error the server answered a command with."""
+
+
 def _blob(entry: Entry) -> str:
     return json.dumps([entry.id, entry.seq, entry.role, entry.content, list(entry.covers)],
                       ensure_ascii=False, separators=(",", ":"))
@@ -180,7 +187,7 @@ class RedisLog:
         # ZRANGE takes a long long: -2**64 is "value is not an integer" (issue 14).
         try:
             blobs = await self._tail(keys=keys, args=[-clamp_limit(limit)])
-        except (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError) as exc:
+        except _NO_ANSWER as exc:
             # no answer (down, failing over), not a refusal: the store reads the archive
             raise TierDown(f"{self.name} does not answer: {type(exc).__name__}: {exc}") from exc
         if blobs is None:
@@ -190,11 +197,20 @@ class RedisLog:
         return [_entry(user_id, cast(bytes, b)) for b in blobs]
 
     async def put(self, entries: Sequence[Entry]) -> None:
+        """One script per user; idempotent by entry id (the hash maps each id to its one
+        blob in the sorted set, which a second put replaces by itself), so after
+        ``TierDown`` (no answer: a failover, a lost reply) the store sends it again.
+        Each connection a retry opens asks the Sentinels (or the cluster) for the
+        primary again: redis-py drops a connection that failed."""
         by_user: dict[str, list[Any]] = {}
         for entry in entries:
             by_user.setdefault(entry.user_id, []).extend((entry.id, entry.seq, _blob(entry)))
         for user_id, args in by_user.items():
-            await self._put(keys=self._keys(user_id), args=args)
+            try:
+                await self._put(keys=self._keys(user_id), args=args)
+            except _NO_ANSWER as exc:
+                raise TierDown(f"{self.name} does not answer: {type(exc).__name__}: "
+                               f"{exc}") from exc
 
     async def remove(self, user_id: str, entry_ids: Sequence[str]) -> None:
         if entry_ids:

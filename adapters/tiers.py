@@ -61,12 +61,14 @@ class TierLost(Exception):
 
 
 class TierDown(Exception):
-    """A tier's engine does not answer (down, restarting, failing over) on a read.
+    """A tier's engine does not answer (down, restarting, failing over).
 
-    Not a loss and not a refusal: the store serves the read from the archive
-    instead, and trusts the tier again once it answers. A tier raises it only for
-    a connection that failed, never for an error the engine answered with (a bad
-    argument stays an error: the archive must not hide it)."""
+    Not a loss and not a refusal: on a read the store serves from the archive
+    instead, and trusts the tier again once it answers; on the log's ``put`` after
+    an archive commit it sends the put again, within its timeout, so an append
+    waits out a failover. A tier raises it only for a connection that failed,
+    never for an error the engine answered with (a bad argument stays an error:
+    the archive must not hide it, and sending it again would not help)."""
 
 
 @runtime_checkable
@@ -121,7 +123,12 @@ class ShortTermLog(Protocol):
     name: str
 
     async def put(self, entries: Sequence[Entry]) -> None:
-        """Insert or overwrite entries, keyed by (user_id, id); idempotent."""
+        """Insert or overwrite entries, keyed by (user_id, id); idempotent.
+
+        May raise ``TierDown`` when the engine did not answer (down, failing over):
+        the put may or may not have landed, and the store sends it again, which an
+        idempotent put makes safe (``TieredMemoryStore._log_put``).
+        """
 
     async def remove(self, user_id: str, entry_ids: Sequence[str]) -> None:
         """Remove entries by id; ids that are absent are ignored."""

@@ -3,7 +3,9 @@
 For each point: run the operation that passes it with the point armed, then
 
 1. WITHOUT recover, ``consistent_state`` reports exactly what is behind (which
-   backend misses or still holds which entry) and reads show whole views;
+   backend misses or still holds which entry; a write that runs beside the
+   interrupted one, as an append's index write beside its log write, may still
+   be in flight) and reads show whole views;
 2. after ``recover()``, the invariants of SPEC.md hold: every acknowledged
    append accounted for exactly once, the interrupted operation took full
    effect or none, search returns nothing covered or forgotten, the other user
@@ -96,9 +98,13 @@ async def test_failpoint(point: str, action: str,
         # 1. Without recover: exactly what is behind, and reads show one whole view.
         history = await store.get_history(U, 50)
         expected: set[tuple[str, str, str]] = set()
+        maybe: set[tuple[str, str, str]] = set()  # may still be in flight, abandoned
         if point == "tiered.append.after_archive":
             expected = {(log, "missing", "new"), (index, "missing", "new")}
-        elif point in ("tiered.append.after_log", "tiered.resync.after_log"):
+        elif point == "tiered.append.after_log" and action == "cancel":
+            # The index is written beside the log: a cancelled append leaves it to finish.
+            maybe = {(index, "missing", "new")}
+        elif point == "tiered.resync.after_log":
             expected = {(index, "missing", "new")}
         elif op == "compact" and committed:
             summary = history[0]
@@ -117,8 +123,8 @@ async def test_failpoint(point: str, action: str,
             for tier in stale_tiers.get(point.split(".")[2], set()):
                 expected |= {(tier, "extra", i) for i in before}
         report = await store.consistent_state(U)
-        assert _differences(report) == expected, str(report)
-        assert bool(report) == (not expected)
+        assert expected <= _differences(report) <= expected | maybe, str(report)
+        assert bool(report) == (not _differences(report))
         assert await store.consistent_state(V)
 
         # 2. After recover: the invariants.

@@ -88,10 +88,12 @@ def test_each_call_counts_in_the_window_where_it_ended() -> None:
     assert (failover.attempted, failover.answered) == (6, 4)
     assert (failover.appends_attempted, failover.appends_answered) == (5, 3)
     assert failover.first_write_after == 3.0  # from 10.0 to the ack at 13.0
+    assert failover.append_answer_s == [0.6, 0.1, 0.1]  # answered ones, invoke to answer
     assert failover.window == 10.0
     assert (crash.attempted, crash.answered) == (3, 1)
     assert (crash.appends_attempted, crash.appends_answered) == (2, 1)
     assert crash.first_write_after == 0.25 and crash.window == 10.0
+    assert crash.append_answer_s == [0.05]
 
 
 def test_a_window_without_an_acknowledged_write_has_no_first_write() -> None:
@@ -135,6 +137,7 @@ def test_availability_per_kind_adds_up_windows_and_takes_percentiles() -> None:
     assert row["faults"] == 3 and row["window_s"] == 30.0
     assert (row["answered"], row["attempted"], row["availability"]) == (5, 6, 0.8333)
     assert row["first_write"] == {"p50": 2.0, "max": 3.0, "none": 0}
+    assert row["append_answer"] == {"p50": 1.5, "max": 2.5}  # each append, invoke to answer
     assert row["promoted_s"] == {"p50": 0.2, "max": 0.3}
     assert row["rejoined_s"] == {"p50": 3.0, "max": 4.0}
     crash = report.availability["crash"]
@@ -142,9 +145,11 @@ def test_availability_per_kind_adds_up_windows_and_takes_percentiles() -> None:
     data = json.loads(report.dumps())
     assert data["availability"]["failover"]["write_availability"] == 1.0
     assert data["faults"][0]["first_write_after"] == 1.0
+    assert "append_answer_s" not in data["faults"][0]  # summed up, not listed
     text = report.summary()
     assert "failover    3 faults, 30 s: calls 5/6 (83.3%)" in text
     assert "first write p50 2.0 s, max 3.0 s; promoted p50 0.2 s, max 0.3 s" in text
+    assert "answered in p50 1.5 s, max 2.5 s" in text
     assert "before faults: calls 0/0 (-)" in text
 
 

@@ -465,3 +465,206 @@ async def test_history_reads_the_archive_while_the_log_does_not_answer() -> None
         log.down = False
         assert await store.get_history("ann", 10) == entries
         assert not store._log_lost  # an outage is not a loss: the log is trusted again
+
+
+class _GatedLog(InMemoryLog):
+    """A log whose put waits at a gate, and says when it started (issue 35.4)."""
+
+    def __init__(self) -> None:
+        super().__init__("log")
+        self.started, self.gate = asyncio.Event(), asyncio.Event()
+        self.gate.set()
+        self.fail = False
+
+    async def put(self, entries: Sequence[Entry]) -> None:
+        self.started.set()
+        await self.gate.wait()
+        if self.fail:
+            raise ConnectionError("log refused")
+        await super().put(entries)
+
+
+class _GatedIndex(InMemoryIndex):
+    """The same for the index's upsert."""
+
+    def __init__(self) -> None:
+        super().__init__(name="index")
+        self.started, self.gate = asyncio.Event(), asyncio.Event()
+        self.gate.set()
+        self.fail = False
+
+    async def upsert(self, entries: Sequence[Entry], vectors: Sequence[Sequence[float]]) -> None:
+        self.started.set()
+        await self.gate.wait()
+        if self.fail:
+            raise ConnectionError("index refused")
+        await super().upsert(entries, vectors)
+
+
+@pytest.fixture
+async def gated() -> AsyncIterator[tuple[TieredMemoryStore, _GatedLog, _GatedIndex]]:
+    log, index = _GatedLog(), _GatedIndex()
+    async with TieredMemoryStore(log=log, index=index, archive=InMemoryArchive(),
+                                 timeout=2.0) as store:
+        yield store, log, index
+
+
+async def test_an_append_writes_log_and_index_at_once(
+        gated: tuple[TieredMemoryStore, _GatedLog, _GatedIndex]) -> None:
+    """Each write waits until the other has started: one after the other, the first
+    would wait out the timeout and the append would raise BackendTimeout."""
+    store, log, index = gated
+    log.gate, index.gate = index.started, log.started
+    entry = await store.append_message("ann", "user", "both at once", message_id="a")
+    assert await log.ids("ann") == {"a"} and await index.ids("ann") == {"a"}
+    assert await store.get_history("ann") == [entry] and await store.consistent_state("ann")
+    assert await store.archive.pending() == []
+
+
+async def test_a_failed_index_write_waits_for_the_log_write_beside_it(
+        gated: tuple[TieredMemoryStore, _GatedLog, _GatedIndex]) -> None:
+    """The append raises only once the other write is over, so nothing it started is
+    still running unseen when the caller hears of the failure; the outbox replays."""
+    store, log, index = gated
+    log.gate = asyncio.Event()  # the log write is still running when the index fails
+    index.fail = True
+    append = asyncio.create_task(store.append_message("ann", "user", "x", message_id="x"))
+    await log.started.wait()
+    await asyncio.sleep(0)  # let the index write fail first
+    assert not append.done()
+    log.gate.set()
+    with pytest.raises(BackendUnavailable, match=r"'index'.*index refused"):
+        await append
+    assert await log.ids("ann") == {"x"} and not store._abandoned  # over, not half-done
+    report = await store.consistent_state("ann")
+    assert {(d.backend, d.kind, d.entry_id) for d in report.differences if d.entry_id} == {
+        ("index", "missing", "x")}
+    index.fail = False
+    await store.append_message("ann", "user", "y", message_id="y")  # heals the user first
+    assert [e.id for e in await store.get_history("ann")] == ["x", "y"]
+    assert await store.consistent_state("ann") and await store.archive.pending() == []
+
+
+async def test_when_both_writes_fail_the_log_is_named_as_before(
+        gated: tuple[TieredMemoryStore, _GatedLog, _GatedIndex]) -> None:
+    store, log, index = gated
+    log.fail = index.fail = True
+    with pytest.raises(BackendUnavailable, match=r"'log'.*log refused"):
+        await store.append_message("ann", "user", "x", message_id="x")
+    log.fail = index.fail = False
+    await store.recover()
+    assert [e.id for e in await store.get_history("ann")] == ["x"]
+    assert await store.consistent_state("ann")
+
+
+async def test_a_cancelled_append_leaves_both_writes_to_finish_then_recovers(
+        gated: tuple[TieredMemoryStore, _GatedLog, _GatedIndex]) -> None:
+    """Cancelled while both tier writes are in flight: they are tracked, not cancelled;
+    the next write waits for them (``_settle``), and the archive's entry shows once."""
+    store, log, index = gated
+    log.gate, index.gate = asyncio.Event(), asyncio.Event()
+    append = asyncio.create_task(store.append_message("ann", "user", "x", message_id="x"))
+    await asyncio.wait_for(asyncio.gather(log.started.wait(), index.started.wait()), 2.0)
+    append.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await append
+    assert store._abandoned  # both writes still running, tracked
+    log.gate.set()
+    index.gate.set()
+    retry = await store.append_message("ann", "user", "x", message_id="x")
+    assert retry.seq == 1 and not store._abandoned
+    await store.recover()
+    assert [e.id for e in await store.get_history("ann")] == ["x"]
+    assert await store.consistent_state("ann") and await store.archive.pending() == []
+
+
+class _FailingOverLog(InMemoryLog):
+    """A log whose puts meet a failover: ``TierDown`` (no answer) for the first ``down``
+    puts, or a put that hangs (a frozen primary) for the first ``frozen`` ones; or an
+    error the engine answered with, which no retry can help (issue 34.4)."""
+
+    def __init__(self, *, down: int = 0, frozen: int = 0, refuse: bool = False,
+                 slow: float = 0.0) -> None:
+        super().__init__("log")
+        self.down, self.frozen, self.refuse, self.slow = down, frozen, refuse, slow
+        self.puts = 0
+
+    async def put(self, entries: Sequence[Entry]) -> None:
+        self.puts += 1
+        if self.slow:
+            await asyncio.sleep(self.slow)  # the engine's latency, not a wait for it
+        if self.refuse:
+            raise RuntimeError("ERR the engine refused the script")
+        if self.frozen > 0:
+            self.frozen -= 1
+            await asyncio.Event().wait()
+        if self.down > 0:
+            self.down -= 1
+            raise TierDown("log does not answer: ConnectionError")
+        await super().put(entries)
+
+
+async def _one_append(log: _FailingOverLog, timeout: float = 1.0) -> TieredMemoryStore:
+    store = TieredMemoryStore(log=log, index=InMemoryIndex(), archive=InMemoryArchive(),
+                              timeout=timeout)
+    await store.recover()
+    return store
+
+
+@pytest.mark.parametrize("way", ["down", "frozen"])
+async def test_an_append_waits_out_a_log_failover_and_is_applied_once(way: str) -> None:
+    """The archive committed: the append answers once the log's put gets through, and
+    the entry is in every tier once (the put was sent again, by entry id)."""
+    log = _FailingOverLog(down=5) if way == "down" else _FailingOverLog(frozen=1)
+    store = await _one_append(log)
+    try:
+        started = time.monotonic()
+        entry = await store.append_message("ann", "user", "x", message_id="x")
+        assert time.monotonic() - started < store.timeout
+        assert log.puts == (6 if way == "down" else 2)
+        assert await store.get_history("ann") == [entry]  # from the log: it is in line
+        assert await store.consistent_state("ann") and await store.archive.pending() == []
+        await store.recover()
+        assert [e.id for e in await store.get_history("ann")] == ["x"]
+    finally:
+        await store.aclose()
+
+
+async def test_a_log_down_past_the_timeout_still_fails_the_append_in_time() -> None:
+    log = _FailingOverLog(down=10**6)
+    store = await _one_append(log, timeout=0.3)
+    try:
+        started = time.monotonic()
+        with pytest.raises(BackendUnavailable, match="'log'"):
+            await store.append_message("ann", "user", "x", message_id="x")
+        assert time.monotonic() - started < 2 * store.timeout  # G12
+        assert log.puts > 1
+        log.down = 0
+        await store.recover()  # durable in the archive: replayed
+        assert [e.id for e in await store.get_history("ann")] == ["x"]
+    finally:
+        await store.aclose()
+
+
+async def test_an_error_the_log_answered_with_is_not_sent_again() -> None:
+    log = _FailingOverLog(refuse=True)
+    store = await _one_append(log)
+    try:
+        with pytest.raises(BackendUnavailable, match=r"'log'.*refused"):
+            await store.append_message("ann", "user", "x", message_id="x")
+        assert log.puts == 1
+    finally:
+        log.refuse = False
+        await store.aclose()
+
+
+async def test_a_log_that_is_only_slow_is_not_sent_again() -> None:
+    """Past a retry's bound (timeout / 4) but within the first attempt's: the put is
+    waited for, not cancelled and resent over a new connection (which would be slower)."""
+    log = _FailingOverLog(slow=0.35)
+    store = await _one_append(log, timeout=1.0)
+    try:
+        await store.append_message("ann", "user", "x", message_id="x")
+        assert log.puts == 1
+    finally:
+        await store.aclose()

@@ -72,6 +72,10 @@ class FaultRecord:
     first_write_after: float | None = None
     """Seconds from the fault's start to the acknowledgement of the first append invoked at
     or after it, within its window; None if no append was acknowledged in the window."""
+    append_answer_s: list[float] = field(default_factory=list)
+    """Seconds each answered append of the window took, invoke to answer: how long a
+    store that waits a fault out (a failover) keeps its callers waiting. Summed up per
+    kind in :attr:`NemesisReport.availability` (``append_answer``), left out of the JSON."""
 
 
 @dataclass
@@ -146,6 +150,8 @@ class NemesisReport:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        for fault in data["faults"]:  # summed up in availability: the JSON stays small
+            del fault["append_answer_s"]
         data.update(faults_by_kind=self.faults_by_kind, faults_by_target=self.faults_by_target,
                     recovery=self.recovery, availability=self.availability,
                     failover_availability=self.failover_availability,
@@ -203,7 +209,9 @@ class NemesisReport:
             text = (f"    {label:<9} {row['faults']:>3} faults, {row['window_s']:.0f} s: "
                     f"calls {row['answered']}/{row['attempted']} "
                     f"({_percent(row['availability'])}), appends {row['appends_answered']}/"
-                    f"{row['appends_attempted']} ({_percent(row['write_availability'])}); "
+                    f"{row['appends_attempted']} ({_percent(row['write_availability'])}), "
+                    f"answered in p50 {row['append_answer']['p50']} s, max "
+                    f"{row['append_answer']['max']} s; "
                     f"first write p50 {first['p50']} s, max {first['max']} s")
             if first["none"]:
                 text += f", none in {first['none']} window(s)"
@@ -233,6 +241,7 @@ def _availability(faults: Sequence[FaultRecord],
             "availability": _ratio(answered, attempted),
             "appends_attempted": writes, "appends_answered": acked,
             "write_availability": _ratio(acked, writes),
+            "append_answer": percentiles(t for f in group for t in f.append_answer_s),
             "first_write": {**percentiles(firsts),
                             "none": sum(1 for f in group if f.first_write_after is None)},
         }
@@ -271,8 +280,9 @@ def attribute(history: Iterable[Op], faults: Sequence[FaultRecord], end_ns: int)
     first fault are the baseline, those that ended at or after ``end_ns`` (cut short by
     the stop, or the final worker's) belong to none. Sets each fault's ``window``,
     ``attempted``, ``answered`` (``ok`` or ``fail``), ``appends_attempted``,
-    ``appends_answered`` and ``first_write_after`` (from its start to the
-    acknowledgement, ``ok``, of the first append invoked at or after it, in its window).
+    ``appends_answered``, ``append_answer_s`` (how long each answered append took) and
+    ``first_write_after`` (from its start to the acknowledgement, ``ok``, of the first
+    append invoked at or after it, in its window).
     """
     order = sorted(range(len(faults)), key=lambda i: faults[i].started_ns)
     starts = [faults[i].started_ns for i in order]
@@ -283,6 +293,7 @@ def attribute(history: Iterable[Op], faults: Sequence[FaultRecord], end_ns: int)
         fault.attempted = fault.answered = 0
         fault.appends_attempted = fault.appends_answered = 0
         fault.first_write_after = None
+        fault.append_answer_s = []
     baseline = dict.fromkeys(("attempted", "answered", "appends_attempted", "appends_answered"),
                              0)
     invokes: dict[int, Op] = {}
@@ -308,6 +319,8 @@ def attribute(history: Iterable[Op], faults: Sequence[FaultRecord], end_ns: int)
         if op.f == "append":
             fault.appends_attempted += 1
             fault.appends_answered += answered
+            if answered:
+                fault.append_answer_s.append(round((op.time - inv.time) / 1e9, 4))
             if op.type == "ok" and inv.time >= fault.started_ns:
                 took = round((op.time - fault.started_ns) / 1e9, 3)
                 if fault.first_write_after is None or took < fault.first_write_after:
