@@ -152,7 +152,8 @@ def chart(leaves: list[dict[str, Any]], path: Path, cpu: str) -> None:
     segments = [*order, "engines idle/busy during tests"]
     palette = plt.get_cmap("tab20")
     colours = {segment: palette(i % 20) for i, segment in enumerate(segments)}
-    names = [f"{leaf['python']} {leaf['adapter']}" for leaf in leaves]
+    names = [f"{leaf['python']} {leaf['adapter']}\n(load {leaf['load_1min']:.1f})"
+             for leaf in leaves]
     fig, axes = plt.subplots(1, 2, figsize=(15, 1.6 + 0.5 * len(leaves)), sharey=True)
     for ax, what in zip(axes, ("CPU-seconds", "wall seconds"), strict=True):
         left = [0.0] * len(leaves)
@@ -180,7 +181,8 @@ def chart(leaves: list[dict[str, Any]], path: Path, cpu: str) -> None:
         ax.grid(axis="x", alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="center right", fontsize=8, frameon=False)
-    fig.suptitle(f"One conformance leaf, phase by phase ({cpu})", fontsize=10)
+    fig.suptitle(f"One conformance leaf, phase by phase ({cpu}, {os.cpu_count()} CPUs; "
+                 "load: 1-minute average as the leaf started)", fontsize=10)
     fig.tight_layout(rect=(0, 0, 0.84, 0.95))
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -188,7 +190,7 @@ def chart(leaves: list[dict[str, Any]], path: Path, cpu: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--adapter", action="append", required=True, choices=sorted(ADAPTERS),
+    parser.add_argument("--adapter", action="append", default=[], choices=sorted(ADAPTERS),
                         help="a leaf's adapter; repeat for several")
     parser.add_argument("--python", default=f"{sys.version_info[0]}.{sys.version_info[1]}",
                         help="the leaf's Python (default: this one)")
@@ -196,7 +198,13 @@ def main() -> int:
     parser.add_argument("--chart", type=Path, default=None, help="write the PNG chart here")
     parser.add_argument("--keep-venv", type=Path, default=None, metavar="DIR",
                         help="make (or reuse) the venvs in DIR and keep them")
+    parser.add_argument("--replot", type=Path, default=None, metavar="JSON",
+                        help="only draw --chart from an earlier run's bench_leaf.json")
     args = parser.parse_args()
+    if args.replot:
+        done = json.loads(args.replot.read_text(encoding="utf-8"))
+        chart(done["leaves"], args.chart or Path("bench-leaf.png"), done["cpu"])
+        return 0
     cpu = cpu_model()
     with tempfile.TemporaryDirectory(prefix="nomnesia-leaf-") as tmp:
         out = args.out or Path(tmp) / "out"
