@@ -73,3 +73,13 @@ def external_engines() -> Iterator[Provider]:
         assert not leftovers, f"tests left data on the external servers: {leftovers}"
     finally:
         servers.close()
+
+
+@pytest.fixture
+def suite_args(pytester: pytest.Pytester) -> tuple[str, ...]:
+    """The arguments of an inner run of the conformance suite (``pytester.inline_run(
+    *suite_args, "--store", ...)``), in a pytester whose ini is neutral: the inner run
+    must not read this project's ini, and pytest-asyncio warns without a loop scope. No
+    cache (the runs are throwaway) and no random order (a failure must replay)."""
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    return ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly")

@@ -151,23 +151,21 @@ def test_no_false_alarm_on_correct_stores(name: str) -> None:
 
 # --------------------------------------------------------------------------- through pytest
 
-SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly",
-         "-k", "model_based")
+ONLY = ("-k", "model_based")  # the suite's tests this module runs
 CALL = re.compile(r"^\s+(\d+)\. (.*?) -> ", re.MULTILINE)
 
 
-def _failure(pytester: pytest.Pytester, *args: str) -> str:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    reprec = pytester.inline_run(*SUITE, *args)
+def _failure(pytester: pytest.Pytester, suite_args: tuple[str, ...], *args: str) -> str:
+    reprec = pytester.inline_run(*suite_args, *ONLY, *args)
     failed = [r for r in reprec.getreports("pytest_runtest_logreport") if r.failed]
     assert len(failed) == 1, [r.nodeid for r in failed]
     return str(failed[0].longreprtext)
 
 
 def test_a_failure_reads_as_guarantee_and_shrunk_sequence_and_replays(
-        pytester: pytest.Pytester) -> None:
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
     args = ("--store", "test_positive_control:SeqFromLength", "--nomnesia-seed", "7")
-    text = _failure(pytester, *args)
+    text = _failure(pytester, suite_args, *args)
     assert text.startswith("G5 order: "), text
     assert "replay with --nomnesia-seed 7" in text
     calls = CALL.findall(text.split("the last call and the checks after it:")[0])
@@ -175,7 +173,8 @@ def test_a_failure_reads_as_guarantee_and_shrunk_sequence_and_replays(
     assert [int(n) for n, _ in calls] == list(range(1, len(calls) + 1))
     # The same seed generates and shrinks to the same calls (store-made ids aside, and the
     # token that makes each sequence's ids fresh: SPEC "What the suite may assume").
-    again = CALL.findall(_failure(pytester, *args).split("the last call and the checks")[0])
+    again = CALL.findall(
+        _failure(pytester, suite_args, *args).split("the last call and the checks")[0])
     assert [(n, scrub(c)) for n, c in again] == [(n, scrub(c)) for n, c in calls]
 
 
@@ -188,10 +187,9 @@ def counting() -> InMemoryStore:
     return InMemoryStore()
 
 
-def test_the_budget_is_an_option(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+def test_the_budget_is_an_option(pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
     OPENED.clear()
-    reprec = pytester.inline_run(*SUITE, "--store", f"{__name__}:counting",
+    reprec = pytester.inline_run(*suite_args, *ONLY, "--store", f"{__name__}:counting",
                                  "--nomnesia-model-examples", "3", "--nomnesia-model-steps", "2")
     reprec.assertoutcome(passed=1)
     # Three sequences count; Hypothesis may open one more that it then discards as
