@@ -118,7 +118,13 @@ def _guarantee(exc: ModelViolation) -> str:
     return str(exc.guarantee).split()[0]
 
 
-@pytest.mark.parametrize("name", MUTANTS)
+# Those Hypothesis takes longest to find (15-25 s each on 2 cores): nox -s slow runs them.
+SLOW_MUTANTS = {"NestedCovers", "NoConflictCheck", "CaseFoldedUsers", "DuplicateOnRetry",
+                "LockLeftHeld"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_MUTANTS
+                                  else n for n in MUTANTS])
 def test_the_model_test_catches_each_sequential_mutant(name: str) -> None:
     factory, guarantees, invalid_calls = MUTANTS[name]
     with pytest.raises(ModelViolation) as caught:
@@ -162,6 +168,7 @@ def _failure(pytester: pytest.Pytester, suite_args: tuple[str, ...], *args: str)
     return str(failed[0].longreprtext)
 
 
+@pytest.mark.slow  # two shrinking runs of the model test through pytest: nox -s slow
 def test_a_failure_reads_as_guarantee_and_shrunk_sequence_and_replays(
         pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
     args = ("--store", "test_positive_control:SeqFromLength", "--nomnesia-seed", "7")
