@@ -96,7 +96,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     suffix where pytest now reads it, only on an xdist worker of a loadgroup run, and only
     when xdist's own suffix is missing (an older pytest, or a fixed xdist, needs nothing).
     """
-    if not config.getvalue("loadgroup"):
+    if not getattr(config.option, "loadgroup", False):  # no xdist, or not its worker
         return
     try:
         from _pytest.nodes import coerce_node_id
