@@ -6,6 +6,12 @@ overlap (so every concurrency path of the checker runs), with a trivial
 embedder so that generating it takes seconds, not minutes. The target is
 >= 50,000 ops/s (a 100,000-op history in under 2 s). Wall time suffers when
 the machine is busy; CPU time is the steadier number.
+
+``--keyed`` times the keyed checker (``check_keyed``, for stores without entry ids)
+instead, on a synthetic history of ``--ops`` events (tests/keyed_histories.py: seeded,
+concurrent, with compactions, forgets and interrupted calls), once correct and once with
+anomalies; ``--reference`` also times the old algorithm kept in tests/keyed_reference.py
+on the correct one (minutes at 150,000 events: the "before" figure).
 """
 
 from __future__ import annotations
@@ -14,16 +20,19 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from keyed_histories import generate
+from keyed_reference import check_keyed_reference
 from test_workload import Wrapper
 
 from nomnesia.adapters.fragile import FragileMemoryStore
-from nomnesia.suite.checker import check
-from nomnesia.suite.history import History
+from nomnesia.suite.checker import Anomaly, check
+from nomnesia.suite.checker_keyed import check_keyed
+from nomnesia.suite.history import History, Op
 from nomnesia.suite.workload import Workload, run
 
 
@@ -57,11 +66,41 @@ def measure(history: History, label: str) -> float:
     return n / cpu
 
 
+def measure_keyed(ops: list[Op], label: str,
+                  checker: Callable[..., list[Anomaly]] = check_keyed) -> float:
+    """CPU seconds ``checker`` takes on ``ops`` (anomalies minimised, as in a real run)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    found = checker(ops, recover=True, compact=True)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(f"{label}: {len(ops):,} events, {len(found)} anomalies; checked in {wall:.2f} s "
+          f"wall, {cpu:.2f} s CPU ({len(ops) / cpu:,.0f} events/s)", flush=True)
+    return cpu
+
+
+def keyed(events: int, seed: int, reference: bool) -> int:
+    """The keyed checker's figures; the target is a 150,000-event history in under 10 s."""
+    correct = generate(seed, events)
+    cpu = measure_keyed(correct, "check_keyed, correct store")
+    measure_keyed(generate(seed, events, faults=0.01), "check_keyed, 1 % faulty reads")
+    if reference:
+        before = measure_keyed(correct, "reference (the old algorithm), correct store",
+                               check_keyed_reference)
+        print(f"speed-up: {before / cpu:,.0f}x")
+    ok = cpu < 10 * events / 150_000
+    print(f"target < 10 s CPU per 150,000 events: {'met' if ok else 'MISSED'}")
+    return 0 if ok else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ops", type=int, default=100_000, help="history size (ops)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keyed", action="store_true", help="time check_keyed instead")
+    parser.add_argument("--reference", action="store_true",
+                        help="with --keyed: also time the old algorithm (minutes)")
     args = parser.parse_args()
+    if args.keyed:
+        return keyed(args.ops, args.seed, args.reference)
     started = time.perf_counter()
     # ~2.2 ops per call slot (invoke + completion, plus retries); cut to exactly --ops.
     history = asyncio.run(record(int(args.ops / 2.1), args.seed))

@@ -73,3 +73,38 @@ def external_engines() -> Iterator[Provider]:
         assert not leftovers, f"tests left data on the external servers: {leftovers}"
     finally:
         servers.close()
+
+
+@pytest.fixture
+def suite_args(pytester: pytest.Pytester) -> tuple[str, ...]:
+    """The arguments of an inner run of the conformance suite (``pytester.inline_run(
+    *suite_args, "--store", ...)``), in a pytester whose ini is neutral: the inner run
+    must not read this project's ini, and pytest-asyncio warns without a loop scope. No
+    cache (the runs are throwaway) and no random order (a failure must replay)."""
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    return ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Make ``--dist loadgroup`` honour ``xdist_group`` again under pytest 9.2.
+
+    pytest-xdist (3.8) names a test's group by appending ``@group`` to ``item._nodeid``;
+    pytest 9.2 keeps the node id in ``item._id``, so the suffix is lost and every grouped
+    test goes to any worker: module fixtures meant to run once (test_cli's ``runs``) ran
+    once per worker, and tests meant to share one engine started one each. This sets the
+    suffix where pytest now reads it, only on an xdist worker of a loadgroup run, and only
+    when xdist's own suffix is missing (an older pytest, or a fixed xdist, needs nothing).
+    """
+    if not getattr(config.option, "loadgroup", False):  # no xdist, or not its worker
+        return
+    try:
+        from _pytest.nodes import coerce_node_id
+    except ImportError:  # a pytest before 9.2: xdist's own suffix works
+        return
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix):
+            item._id = coerce_node_id(item.nodeid + suffix)  # type: ignore[attr-defined]

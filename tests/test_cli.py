@@ -50,6 +50,7 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.xdist_group("cli-runs")  # one `runs` fixture, not one per worker
 def test_run_on_the_oracle_passes_and_writes_the_report(runs: dict[str, Any]) -> None:
     proc = runs["memory"]
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -78,6 +79,7 @@ def test_run_draws_a_progress_bar(runs: dict[str, Any]) -> None:
     assert not re.search(r"^\.{5,}", out, re.M), "pytest's dots were not replaced by the bar"
 
 
+@pytest.mark.xdist_group("cli-runs")  # one `runs` fixture, not one per worker
 def test_run_on_the_fragile_store_fails_and_names_guarantees(runs: dict[str, Any]) -> None:
     proc = runs["fragile"]
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -90,6 +92,7 @@ def test_run_on_the_fragile_store_fails_and_names_guarantees(runs: dict[str, Any
     assert any(v["verdict"] == "fail" for v in report["guarantees"].values())
 
 
+@pytest.mark.xdist_group("cli-runs")  # one `runs` fixture, not one per worker
 def test_report_builds_the_matrix(runs: dict[str, Any]) -> None:
     work: Path = runs["dir"]
     proc = nomnesia("report", str(work / "memory.json"), str(work / "fragile.json"),

@@ -26,22 +26,16 @@ from nomnesia.suite.nemesis.parts import Nemesis, WirePart
 
 pytest_plugins = ("pytester",)
 
-SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly",
-         "-k", "partial_failures")
+ONLY = ("-k", "partial_failures")  # the suite's tests this module runs
 STORES = "tests.fault_stores"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _quiet_ini(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-
-
-def _run(pytester: pytest.Pytester, factory: str, seed: int = 20261207
+def _run(pytester: pytest.Pytester, suite_args: tuple[str, ...], factory: str, seed: int = 20261207
          ) -> tuple[list[pytest.TestReport], dict[str, str]]:
     """The partial-failure test on ``factory``; (passed reports, failures by node id)."""
     pytester.syspathinsert(str(ROOT))
-    reprec = pytester.inline_run(*SUITE, "--store", f"{STORES}:{factory}",
+    reprec = pytester.inline_run(*suite_args, *ONLY, "--store", f"{STORES}:{factory}",
                                  "--nomnesia-seed", str(seed), "--nomnesia-anomalies", "all")
     passed, _, failed = reprec.listoutcomes()
     return ([r for r in passed if "partial_failures" in r.nodeid],
@@ -49,8 +43,8 @@ def _run(pytester: pytest.Pytester, factory: str, seed: int = 20261207
 
 
 def test_a_store_that_retries_after_a_lost_reply_is_caught_under_g2(
-        pytester: pytest.Pytester) -> None:
-    _, failures = _run(pytester, "retrying")
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
+    _, failures = _run(pytester, suite_args, "retrying")
     assert len(failures) == 1, failures
     (text,) = failures.values()
     # The duplicate is G2; reads around it may also break G3 or G5 first in the history.
@@ -60,8 +54,9 @@ def test_a_store_that_retries_after_a_lost_reply_is_caught_under_g2(
     assert "--nomnesia-seed 20261207" in text
 
 
-def test_the_same_store_without_retries_passes(pytester: pytest.Pytester) -> None:
-    passed, failures = _run(pytester, "not_retrying")
+def test_the_same_store_without_retries_passes(pytester: pytest.Pytester,
+                                               suite_args: tuple[str, ...]) -> None:
+    passed, failures = _run(pytester, suite_args, "not_retrying")
     assert not failures, "\n\n".join(failures.values())
     assert [r.nodeid.rsplit("::", 1)[-1] for r in passed] == [
         "test_partial_failures_on_each_engine"], "the faults test must run, not skip"
@@ -69,16 +64,18 @@ def test_the_same_store_without_retries_passes(pytester: pytest.Pytester) -> Non
 
 @pytest.mark.slow
 def test_a_store_that_takes_back_a_write_postgres_committed_is_caught(
-        pytester: pytest.Pytester) -> None:
-    _, failures = _run(pytester, "takeback")
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
+    _, failures = _run(pytester, suite_args, "takeback")
     assert len(failures) == 1, failures
     (text,) = failures.values()
     assert re.match(r"G1[01] ", text), text[:400]
     assert "on postgres" in text or "on redis" in text
 
 
-def test_an_in_process_store_is_not_applicable(pytester: pytest.Pytester) -> None:
-    reprec = pytester.inline_run(*SUITE, "--store", "nomnesia.adapters.memory:InMemoryStore")
+def test_an_in_process_store_is_not_applicable(pytester: pytest.Pytester,
+                                               suite_args: tuple[str, ...]) -> None:
+    reprec = pytester.inline_run(*suite_args, *ONLY, "--store",
+                                 "nomnesia.adapters.memory:InMemoryStore")
     _, skipped, failed = reprec.listoutcomes()
     assert not failed
     reasons = [str(r.longrepr[2]).removeprefix("Skipped: ") for r in skipped
@@ -203,8 +200,8 @@ def test_the_report_timeline_shades_the_fault_windows_the_round_noted() -> None:
 
 @pytest.mark.slow
 def test_a_built_in_stack_through_store_passes_the_partial_failures(
-        pytester: pytest.Pytester) -> None:
-    passed, failures = _run(pytester, "pgvector_stack")
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
+    passed, failures = _run(pytester, suite_args, "pgvector_stack")
     assert not failures, "\n\n".join(failures.values())
     assert [r.nodeid.rsplit("::", 1)[-1] for r in passed] == [
         "test_partial_failures_on_each_engine"], "the faults test must run, not skip"
@@ -229,11 +226,11 @@ def test_fault_url_goes_through_the_proxy_while_faults_are_armed() -> None:
 
 
 def test_a_store_that_never_answers_is_not_blamed_on_the_faults(
-        pytester: pytest.Pytester) -> None:
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
     """A store failing every call without a fault is the other tests' finding; the partial
     failures must not call it wedged (seen on an audit whose every call failed)."""
     pytester.syspathinsert(str(ROOT))
-    reprec = pytester.inline_run(*SUITE, "--store", f"{STORES}:never_answers")
+    reprec = pytester.inline_run(*suite_args, *ONLY, "--store", f"{STORES}:never_answers")
     _, skipped, failed = reprec.listoutcomes()
     assert not failed, [r.longreprtext[:300] for r in failed]
     reasons = [str(r.longrepr[2]) for r in skipped if isinstance(r.longrepr, tuple)]

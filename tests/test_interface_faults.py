@@ -12,21 +12,16 @@ pytest.importorskip("langchain_core.chat_history")
 
 pytest_plugins = ("pytester",)
 
-SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly",
-         "-k", "poisoned_batch")
+ONLY = ("-k", "poisoned_batch")  # the suite's tests this module runs
 STORES = "tests.interface_fault_stores"
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _quiet_ini(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-
-
-def _run(pytester: pytest.Pytester, *option: str) -> tuple[int, list[str], list[str]]:
+def _run(pytester: pytest.Pytester,
+         suite_args: tuple[str, ...], *option: str) -> tuple[int, list[str], list[str]]:
     """The poisoned-batch test: (passed, skip reasons, failure texts)."""
     pytester.syspathinsert(str(ROOT))
-    reprec = pytester.inline_run(*SUITE, "--nomnesia-op-timeout", "3", *option)
+    reprec = pytester.inline_run(*suite_args, *ONLY, "--nomnesia-op-timeout", "3", *option)
     passed, skipped, failed = reprec.listoutcomes()
     reasons = [str(r.longrepr[2]).removeprefix("Skipped: ") for r in skipped
                if isinstance(r.longrepr, tuple)]
@@ -38,8 +33,8 @@ def _history(name: str) -> tuple[str, str]:
 
 
 def test_a_batch_stored_item_by_item_is_a_partial_effect_under_g10(
-        pytester: pytest.Pytester) -> None:
-    _, _, failures = _run(pytester, *_history("PartialHistory"))
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
+    _, _, failures = _run(pytester, suite_args, *_history("PartialHistory"))
     assert len(failures) == 1, failures
     (text,) = failures
     assert text.startswith("G10 interruption: PartialHistory.aadd_messages([5 items, new "
@@ -50,19 +45,21 @@ def test_a_batch_stored_item_by_item_is_a_partial_effect_under_g10(
     assert "operations, oldest first:" in text
 
 
-def test_a_batch_serialized_whole_before_it_is_written_passes(pytester: pytest.Pytester) -> None:
-    passed, skipped, failures = _run(pytester, *_history("AtomicHistory"))
+def test_a_batch_serialized_whole_before_it_is_written_passes(pytester: pytest.Pytester,
+                                                              suite_args: tuple[str, ...]) -> None:
+    passed, skipped, failures = _run(pytester, suite_args, *_history("AtomicHistory"))
     assert (passed, skipped, failures) == (1, [], [])
 
 
-def test_the_sync_methods_are_poisoned_too(pytester: pytest.Pytester) -> None:
-    _, _, failures = _run(pytester, *_history("PartialHistory"), "--langchain-sync")
+def test_the_sync_methods_are_poisoned_too(pytester: pytest.Pytester,
+                                           suite_args: tuple[str, ...]) -> None:
+    _, _, failures = _run(pytester, suite_args, *_history("PartialHistory"), "--langchain-sync")
     assert len(failures) == 1 and ".add_messages([5 items" in failures[0], failures
 
 
 def test_a_batch_that_drops_what_it_cannot_store_loses_an_acknowledged_write(
-        pytester: pytest.Pytester) -> None:
-    _, _, failures = _run(pytester, *_history("DroppingHistory"))
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
+    _, _, failures = _run(pytester, suite_args, *_history("DroppingHistory"))
     assert len(failures) == 1, failures
     assert failures[0].startswith("G1 durability: DroppingHistory.aadd_messages("), \
         failures[0][:600]
@@ -70,8 +67,8 @@ def test_a_batch_that_drops_what_it_cannot_store_loses_an_acknowledged_write(
 
 
 def test_a_lock_the_failed_batch_kept_wedges_the_store_under_g10(
-        pytester: pytest.Pytester) -> None:
-    _, _, failures = _run(pytester, *_history("WedgingHistory"))
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
+    _, _, failures = _run(pytester, suite_args, *_history("WedgingHistory"))
     assert len(failures) == 1, failures
     text = failures[0]
     # The call itself changed nothing: the failure is what came after it, every time.
@@ -81,17 +78,20 @@ def test_a_lock_the_failed_batch_kept_wedges_the_store_under_g10(
     assert "also G10 interruption: after the poisoned call, a second store" in text
 
 
-def test_a_store_with_no_batch_method_is_not_applicable(pytester: pytest.Pytester) -> None:
-    passed, reasons, failures = _run(pytester, "--store", "nomnesia.adapters.memory:InMemoryStore")
+def test_a_store_with_no_batch_method_is_not_applicable(pytester: pytest.Pytester,
+                                                        suite_args: tuple[str, ...]) -> None:
+    passed, reasons, failures = _run(pytester, suite_args, "--store",
+                                     "nomnesia.adapters.memory:InMemoryStore")
     assert (passed, failures) == (0, [])
     assert len(reasons) == 1 and reasons[0].startswith("not applicable: InMemoryStore maps no "
                                                        "library method"), reasons
 
 
 def test_a_store_that_no_longer_answers_is_caught_under_g10_once_per_store(
-        pytester: pytest.Pytester) -> None:
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
     """Past the op timeout it is a wedge; the same store is not waited on a second time."""
-    _, _, failures = _run(pytester, *_history("HangingHistory"), "--nomnesia-op-timeout", "1")
+    _, _, failures = _run(pytester, suite_args, *_history("HangingHistory"),
+                          "--nomnesia-op-timeout", "1")
     assert len(failures) == 1, failures
     text = failures[0]
     assert text.startswith("G10 interruption: after the poisoned call, an append and a read "

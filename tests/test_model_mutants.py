@@ -118,7 +118,13 @@ def _guarantee(exc: ModelViolation) -> str:
     return str(exc.guarantee).split()[0]
 
 
-@pytest.mark.parametrize("name", MUTANTS)
+# Those Hypothesis takes longest to find (15-25 s each on 2 cores): nox -s slow runs them.
+SLOW_MUTANTS = {"NestedCovers", "NoConflictCheck", "CaseFoldedUsers", "DuplicateOnRetry",
+                "LockLeftHeld"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_MUTANTS
+                                  else n for n in MUTANTS])
 def test_the_model_test_catches_each_sequential_mutant(name: str) -> None:
     factory, guarantees, invalid_calls = MUTANTS[name]
     with pytest.raises(ModelViolation) as caught:
@@ -151,23 +157,22 @@ def test_no_false_alarm_on_correct_stores(name: str) -> None:
 
 # --------------------------------------------------------------------------- through pytest
 
-SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly",
-         "-k", "model_based")
+ONLY = ("-k", "model_based")  # the suite's tests this module runs
 CALL = re.compile(r"^\s+(\d+)\. (.*?) -> ", re.MULTILINE)
 
 
-def _failure(pytester: pytest.Pytester, *args: str) -> str:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    reprec = pytester.inline_run(*SUITE, *args)
+def _failure(pytester: pytest.Pytester, suite_args: tuple[str, ...], *args: str) -> str:
+    reprec = pytester.inline_run(*suite_args, *ONLY, *args)
     failed = [r for r in reprec.getreports("pytest_runtest_logreport") if r.failed]
     assert len(failed) == 1, [r.nodeid for r in failed]
     return str(failed[0].longreprtext)
 
 
+@pytest.mark.slow  # two shrinking runs of the model test through pytest: nox -s slow
 def test_a_failure_reads_as_guarantee_and_shrunk_sequence_and_replays(
-        pytester: pytest.Pytester) -> None:
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
     args = ("--store", "test_positive_control:SeqFromLength", "--nomnesia-seed", "7")
-    text = _failure(pytester, *args)
+    text = _failure(pytester, suite_args, *args)
     assert text.startswith("G5 order: "), text
     assert "replay with --nomnesia-seed 7" in text
     calls = CALL.findall(text.split("the last call and the checks after it:")[0])
@@ -175,7 +180,8 @@ def test_a_failure_reads_as_guarantee_and_shrunk_sequence_and_replays(
     assert [int(n) for n, _ in calls] == list(range(1, len(calls) + 1))
     # The same seed generates and shrinks to the same calls (store-made ids aside, and the
     # token that makes each sequence's ids fresh: SPEC "What the suite may assume").
-    again = CALL.findall(_failure(pytester, *args).split("the last call and the checks")[0])
+    again = CALL.findall(
+        _failure(pytester, suite_args, *args).split("the last call and the checks")[0])
     assert [(n, scrub(c)) for n, c in again] == [(n, scrub(c)) for n, c in calls]
 
 
@@ -188,10 +194,9 @@ def counting() -> InMemoryStore:
     return InMemoryStore()
 
 
-def test_the_budget_is_an_option(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+def test_the_budget_is_an_option(pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
     OPENED.clear()
-    reprec = pytester.inline_run(*SUITE, "--store", f"{__name__}:counting",
+    reprec = pytester.inline_run(*suite_args, *ONLY, "--store", f"{__name__}:counting",
                                  "--nomnesia-model-examples", "3", "--nomnesia-model-steps", "2")
     reprec.assertoutcome(passed=1)
     # Three sequences count; Hypothesis may open one more that it then discards as

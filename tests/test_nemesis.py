@@ -243,6 +243,7 @@ async def test_a_restarted_redis_is_rebuilt_from_the_archive(
 # -- whole runs ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a whole nemesis run with engines: nox -s slow
 async def test_a_short_nemesis_run_on_pgvector_finds_nothing() -> None:
     report = await run_nemesis(NemesisConfig(adapter="pgvector", faults=10, seed=_seed(),
                                              hold=(0.1, 1.2)))
@@ -264,6 +265,7 @@ def _our_workers() -> list[int]:
     return found
 
 
+@pytest.mark.slow  # a whole nemesis run with engines: nox -s slow
 async def test_the_nemesis_catches_a_store_that_writes_its_tiers_after_returning() -> None:
     report = await run_nemesis(NemesisConfig(
         adapter="pgvector", faults=6, kinds=("crash", "net"), seed=_seed(),
@@ -274,6 +276,7 @@ async def test_the_nemesis_catches_a_store_that_writes_its_tiers_after_returning
     assert not _our_workers(), "nemesis workers outlived the run"
 
 
+@pytest.mark.slow  # a whole nemesis run with engines: nox -s slow
 async def test_a_short_nemesis_run_with_two_replicas_finds_nothing() -> None:
     """Two load workers on one namespace at once (shared=True), one killed at each crash."""
     report = await run_nemesis(NemesisConfig(adapter="pgvector", faults=10, seed=_seed(),

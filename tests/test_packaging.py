@@ -34,6 +34,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.mark.xdist_group("wheel")  # one `wheel` fixture, not one per worker
 def test_wheel_holds_only_the_nomnesia_namespace(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
@@ -43,6 +44,7 @@ def test_wheel_holds_only_the_nomnesia_namespace(wheel: Path) -> None:
     assert "nomnesia/suite/py.typed" in names
 
 
+@pytest.mark.xdist_group("wheel")  # one `wheel` fixture, not one per worker
 def test_wheel_registers_the_pytest_plugin(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         entry_points = next(n for n in zf.namelist() if n.endswith("entry_points.txt"))
@@ -50,6 +52,7 @@ def test_wheel_registers_the_pytest_plugin(wheel: Path) -> None:
     assert "[pytest11]" in text and "nomnesia.suite.plugin" in text
 
 
+@pytest.mark.install  # a venv from nothing: nox -s slow
 def test_plain_install_in_a_new_venv(wheel: Path, tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)

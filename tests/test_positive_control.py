@@ -18,13 +18,6 @@ from nomnesia.suite.contract import Capabilities
 pytest_plugins = ("pytester",)
 
 GUARANTEE_FIRST = re.compile(r"^(G(\d{1,2}) [a-z ]+|Inputs): ")
-SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly")
-
-
-@pytest.fixture(autouse=True)
-def _quiet_ini(pytester: pytest.Pytester) -> None:
-    # Inner runs get a neutral ini (pytest-asyncio warns without a loop scope).
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
 
 
 def _failures(reprec: pytest.HookRecorder) -> dict[str, str]:
@@ -32,8 +25,9 @@ def _failures(reprec: pytest.HookRecorder) -> dict[str, str]:
             if r.failed}
 
 
-def test_suite_passes_on_the_in_memory_oracle(pytester: pytest.Pytester) -> None:
-    reprec = pytester.inline_run(*SUITE, "--store", "nomnesia.adapters.memory:InMemoryStore")
+def test_suite_passes_on_the_in_memory_oracle(pytester: pytest.Pytester,
+                                              suite_args: tuple[str, ...]) -> None:
+    reprec = pytester.inline_run(*suite_args, "--store", "nomnesia.adapters.memory:InMemoryStore")
     failures = _failures(reprec)
     assert not failures, "\n\n".join(f"{k}\n{v}" for k, v in failures.items())
     _assert_ran_clean(reprec, at_least=55)
@@ -59,8 +53,9 @@ def _assert_ran_clean(reprec: pytest.HookRecorder, *, at_least: int) -> None:
     assert all(any(a in r.nodeid for a in allowed) for r in skipped), [r.nodeid for r in skipped]
 
 
-def test_suite_fails_the_fragile_store_naming_guarantees(pytester: pytest.Pytester) -> None:
-    reprec = pytester.inline_run(*SUITE, "--store",
+def test_suite_fails_the_fragile_store_naming_guarantees(pytester: pytest.Pytester,
+                                                         suite_args: tuple[str, ...]) -> None:
+    reprec = pytester.inline_run(*suite_args, "--store",
                                  "nomnesia.adapters.fragile:FragileMemoryStore")
     failures = _failures(reprec)
     assert len(failures) >= 10
@@ -74,9 +69,10 @@ def test_suite_fails_the_fragile_store_naming_guarantees(pytester: pytest.Pytest
     assert {"G6", "G4", "G9", "G10", "G11", "Inputs"} <= named, named
 
 
-def test_failures_show_the_operations(pytester: pytest.Pytester) -> None:
+def test_failures_show_the_operations(pytester: pytest.Pytester,
+                                      suite_args: tuple[str, ...]) -> None:
     reprec = pytester.inline_run(
-        *SUITE, "--store", "nomnesia.adapters.fragile:FragileMemoryStore",
+        *suite_args, "--store", "nomnesia.adapters.fragile:FragileMemoryStore",
         "-k", "test_retry_with_same_message_id_returns_same_entry")
     (text,) = _failures(reprec).values()
     assert text.startswith("G6 idempotent appends: ")
@@ -87,11 +83,13 @@ def test_failures_show_the_operations(pytester: pytest.Pytester) -> None:
 
 
 def test_each_failing_concurrency_test_keeps_its_own_history(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+        pytester: pytest.Pytester,
+        suite_args: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:
     """NOMNESIA_HISTORY_DIR: the tests of one session share its seed; a file per test."""
     folder = pytester.path / "histories"
     monkeypatch.setenv("NOMNESIA_HISTORY_DIR", str(folder))
-    reprec = pytester.inline_run(*SUITE, "--store", "nomnesia.adapters.fragile:FragileMemoryStore",
+    reprec = pytester.inline_run(*suite_args, "--store",
+                                 "nomnesia.adapters.fragile:FragileMemoryStore",
                                  "-k", "test_concurrent", "--nomnesia-seed", "7")
     failed = _failures(reprec)
     assert len(failed) >= 2, failed.keys()
@@ -182,8 +180,9 @@ def keep_seven_lagging() -> LiberalStore:
 
 @pytest.mark.parametrize("factory", ["keep_one", "keep_seven_lagging"])
 def test_no_false_alarms_on_a_store_using_specs_freedoms(pytester: pytest.Pytester,
+                                                         suite_args: tuple[str, ...],
                                                          factory: str) -> None:
-    reprec = pytester.inline_run(*SUITE, "--store", f"{__name__}:{factory}")
+    reprec = pytester.inline_run(*suite_args, "--store", f"{__name__}:{factory}")
     failures = _failures(reprec)
     assert not failures, "\n\n".join(f"{k}\n{v[:3000]}" for k, v in failures.items())
     _assert_ran_clean(reprec, at_least=55)  # 58 today: the oracle's tests, all of them
@@ -198,8 +197,8 @@ def tiered_in_memory() -> Any:
 
 
 def test_failpoint_sweeps_run_on_a_store_that_declares_failpoints(
-        pytester: pytest.Pytester) -> None:
-    reprec = pytester.inline_run(*SUITE, "--store", f"{__name__}:tiered_in_memory",
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
+    reprec = pytester.inline_run(*suite_args, "--store", f"{__name__}:tiered_in_memory",
                                  "-k", "interruption")
     failures = _failures(reprec)
     assert not failures, "\n\n".join(f"{k}\n{v[:3000]}" for k, v in failures.items())
@@ -224,7 +223,8 @@ def misspelled_failpoints() -> MisspelledFailpoints:
 
 @pytest.mark.parametrize("broken", ["misspelled names", "a second registry"])
 def test_failpoints_the_store_never_reaches_fail_the_failpoint_tests(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, broken: str) -> None:
+        pytester: pytest.Pytester,
+        suite_args: tuple[str, ...], monkeypatch: pytest.MonkeyPatch, broken: str) -> None:
     """Armed names that never fire inject no fault: the G10 test must not pass on them.
 
     Two ways a store's declaration misses its code: names that differ from the
@@ -248,7 +248,7 @@ def test_failpoints_the_store_never_reaches_fail_the_failpoint_tests(
         factory = "tiered_in_memory"
     else:
         factory = "misspelled_failpoints"
-    reprec = pytester.inline_run(*SUITE, "--store", f"{__name__}:{factory}",
+    reprec = pytester.inline_run(*suite_args, "--store", f"{__name__}:{factory}",
                                  "-k", "test_failpoints_then_recover")
     failures = _failures(reprec)
     assert len(failures) == 6, list(failures)
@@ -568,9 +568,10 @@ def test_the_cancel_sweep_cuts_at_every_await_and_fails_uncut_errors() -> None:
 
 @pytest.mark.parametrize(("mutant", "test", "guarantee"), MUTANTS,
                          ids=[m[0] for m in MUTANTS])
-def test_the_suite_catches_each_mutant(pytester: pytest.Pytester, mutant: str, test: str,
+def test_the_suite_catches_each_mutant(pytester: pytest.Pytester,
+                                       suite_args: tuple[str, ...], mutant: str, test: str,
                                        guarantee: str) -> None:
-    reprec = pytester.inline_run(*SUITE, "--store", f"{__name__}:{mutant}", "-k", test,
+    reprec = pytester.inline_run(*suite_args, "--store", f"{__name__}:{mutant}", "-k", test,
                                  "--nomnesia-op-timeout", "1")
     failures = _failures(reprec)
     assert failures, f"{mutant} escaped {test}"

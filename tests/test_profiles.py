@@ -24,13 +24,7 @@ from nomnesia.suite.reporting import leaf_cell
 
 pytest_plugins = ("pytester",)
 
-SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly")
 GUARANTEE_FIRST = re.compile(r"^(G(\d{1,2}) [a-z ]+|Inputs): ")
-
-
-@pytest.fixture(autouse=True)
-def _quiet_ini(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
 
 
 def _failures(reprec: pytest.HookRecorder) -> dict[str, str]:
@@ -98,8 +92,8 @@ def test_a_store_with_no_profile_says_what_the_smallest_need() -> None:
 
 
 def test_the_seeds_store_is_caught_by_guarantee_never_by_interface(
-        pytester: pytest.Pytester) -> None:
-    reprec = pytester.inline_run(*SUITE, "--store", "nomnesia.adapters.seed:SeedMemoryStore")
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
+    reprec = pytester.inline_run(*suite_args, "--store", "nomnesia.adapters.seed:SeedMemoryStore")
     failures = _failures(reprec)
     named = set()
     for nodeid, text in failures.items():
@@ -118,8 +112,8 @@ def test_the_seeds_store_is_caught_by_guarantee_never_by_interface(
 
 
 def test_the_correct_four_method_store_passes_with_not_applicable_tests(
-        pytester: pytest.Pytester) -> None:
-    reprec = pytester.inline_run(*SUITE, "--store", "nomnesia.adapters.seed:CorrectSeedStore")
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
+    reprec = pytester.inline_run(*suite_args, "--store", "nomnesia.adapters.seed:CorrectSeedStore")
     assert not _failures(reprec)
     skips = _skips(reprec)
     # Failpoints are a capability a store declares, and the nemesis an option: skips. An
@@ -132,6 +126,7 @@ def test_the_correct_four_method_store_passes_with_not_applicable_tests(
 @pytest.mark.parametrize(("profile", "at_least"), [("memory", 40), ("seed", 25),
                                                   ("history", 24)])
 def test_the_oracle_read_through_a_smaller_profile_passes(pytester: pytest.Pytester,
+                                                          suite_args: tuple[str, ...],
                                                           profile: str, at_least: int) -> None:
     """The keyed reading and its checker raise no false alarm on a correct store.
 
@@ -139,7 +134,7 @@ def test_the_oracle_read_through_a_smaller_profile_passes(pytester: pytest.Pytes
     reports no failure either. ``at_least`` is a little below today's count
     (42, 27 and 26 passed); every skip must be a test the profile does not judge.
     """
-    reprec = pytester.inline_run(*SUITE, "--store", "nomnesia.adapters.memory:InMemoryStore",
+    reprec = pytester.inline_run(*suite_args, "--store", "nomnesia.adapters.memory:InMemoryStore",
                                  "--nomnesia-profile", profile)
     failures = _failures(reprec)
     assert not failures, "\n\n".join(f"{k}\n{v[:2000]}" for k, v in failures.items())
@@ -163,8 +158,8 @@ def _expected(skip: str, profile: str) -> bool:
 
 
 def test_the_fragile_store_read_as_a_seed_store_is_still_caught(
-        pytester: pytest.Pytester) -> None:
-    reprec = pytester.inline_run(*SUITE, "--store",
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
+    reprec = pytester.inline_run(*suite_args, "--store",
                                  "nomnesia.adapters.fragile:FragileMemoryStore",
                                  "--nomnesia-profile", "seed", "-k",
                                  "concurrent_compactions or cancel_at_every_step_then_recover")
@@ -173,15 +168,17 @@ def test_the_fragile_store_read_as_a_seed_store_is_still_caught(
     assert all(GUARANTEE_FIRST.match(t) for t in failures.values())
 
 
-def test_a_declared_profile_the_store_lacks_stops_the_run(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest(*SUITE, "--store", "nomnesia.adapters.seed:CorrectSeedStore",
+def test_a_declared_profile_the_store_lacks_stops_the_run(pytester: pytest.Pytester,
+                                                          suite_args: tuple[str, ...]) -> None:
+    result = pytester.runpytest(*suite_args, "--store", "nomnesia.adapters.seed:CorrectSeedStore",
                                 "--nomnesia-profile", "memory")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*declares profile 'memory' but has no forget(user_id)*"])
 
 
-def test_the_profile_is_printed_before_the_first_test(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest(*SUITE, "--store", "nomnesia.adapters.seed:CorrectSeedStore",
+def test_the_profile_is_printed_before_the_first_test(pytester: pytest.Pytester,
+                                                      suite_args: tuple[str, ...]) -> None:
+    result = pytester.runpytest(*suite_args, "--store", "nomnesia.adapters.seed:CorrectSeedStore",
                                 "-k", "history_limit")
     result.stdout.fnmatch_lines(["nomnesia profile seed (4 of 8 methods); judged on G1 G2 G3 "
                                  "G5 G7 G9 G10 G11 G12 Inputs*",
@@ -192,11 +189,12 @@ def test_the_profile_is_printed_before_the_first_test(pytester: pytest.Pytester)
 
 
 def test_json_matrix_and_html_say_not_applicable(pytester: pytest.Pytester,
+                                                 suite_args: tuple[str, ...],
                                                  tmp_path: Path) -> None:
     from nomnesia.suite.report_html import build_matrix, render_html
 
     out = tmp_path / "seed.json"
-    pytester.inline_run(*SUITE, "--store", "nomnesia.adapters.seed:CorrectSeedStore",
+    pytester.inline_run(*suite_args, "--store", "nomnesia.adapters.seed:CorrectSeedStore",
                         "-k", "search or history_limit", f"--nomnesia-json={out}")
     report = json.loads(out.read_text())
     assert report["meta"]["profile"]["name"] == "seed"
@@ -277,7 +275,8 @@ def _readme_case(option: str, factory: str, profile: str, *, engine: bool) -> An
                          [_readme_case(*case, engine=False) for case in README_INTERFACES]
                          + [_readme_case(*case, engine=True) for case in README_ENGINES])
 def test_each_interface_runs_the_whole_suite_with_no_adapter_code(
-        pytester: pytest.Pytester, option: str, factory: str, profile: str) -> None:
+        pytester: pytest.Pytester,
+        suite_args: tuple[str, ...], option: str, factory: str, profile: str) -> None:
     """The README's command for each interface, in memory and on an engine: the profile
     first, then every test, judged."""
     import importlib.util
@@ -293,7 +292,7 @@ def test_each_interface_runs_the_whole_suite_with_no_adapter_code(
             pytest.skip(f"{factory} needs {module} (the README's pip install line)")
     # In a process of its own: these libraries import thousands of modules, which would
     # stay in this worker and slow every later in-process pytester run.
-    result = pytester.runpytest_subprocess(*SUITE, option, factory)
+    result = pytester.runpytest_subprocess(*suite_args, option, factory)
     result.stdout.fnmatch_lines([f"nomnesia profile {profile} (declared)*", "*collected*"])
     text = "\n".join(result.stdout.lines)
     outcome = result.stdout.lines[-1]
@@ -312,13 +311,14 @@ def test_each_interface_runs_the_whole_suite_with_no_adapter_code(
 
 
 def test_a_missing_library_names_the_package_to_install(pytester: pytest.Pytester,
+                                                        suite_args: tuple[str, ...],
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     import nomnesia.suite.interfaces as interfaces
 
     real = interfaces.importlib.util.find_spec
     monkeypatch.setattr(interfaces.importlib.util, "find_spec",
                         lambda name, *a: None if name == "agents" else real(name, *a))
-    result = pytester.runpytest(*SUITE, "--openai-session", "os:getcwd")
+    result = pytester.runpytest(*suite_args, "--openai-session", "os:getcwd")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--openai-session maps an OpenAI Agents SDK Session*"
                                  "pip install openai-agents*"])

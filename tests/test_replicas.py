@@ -82,6 +82,7 @@ async def _rounds(opener: Callable[..., AbstractAsyncContextManager[TieredMemory
     return outcomes
 
 
+@pytest.mark.slow  # four workload rounds on two replicas: nox -s slow
 @pytest.mark.parametrize("opener", [open_pgvector, open_valkey], ids=["pgvector", "valkey"])
 async def test_shared_replicas_keep_every_guarantee(
         opener: Callable[..., AbstractAsyncContextManager[TieredMemoryStore]],
@@ -92,6 +93,7 @@ async def test_shared_replicas_keep_every_guarantee(
     assert not failed, f"{failed[0].guarantee}: {failed[0].detail()}"
 
 
+@pytest.mark.slow  # up to 30 workload rounds: nox -s slow
 async def test_unshared_replicas_are_caught(engines: EmbeddedProvider) -> None:
     """The positive control: without ``shared`` the workload must find the breakage."""
     outcomes = await _rounds(open_pgvector, engines, shared=False, rounds=30, contentious=True)

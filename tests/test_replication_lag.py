@@ -30,20 +30,15 @@ from nomnesia.adapters.engines.proxy import Proxy
 
 pytest_plugins = ("pytester",)
 
-SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly",
-         "-k", "replication_lag")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def _quiet_ini(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-
-
-def _run(pytester: pytest.Pytester, factory: str) -> tuple[int, dict[str, str], int]:
+def _run(pytester: pytest.Pytester, suite_args: tuple[str, ...], factory: str
+         ) -> tuple[int, dict[str, str], int]:
     """The replication-lag test on ``factory``: (passed, failures by node id, skipped)."""
     pytester.syspathinsert(str(ROOT))
-    reprec = pytester.inline_run(*SUITE, "--store", f"tests.replica_stores:{factory}",
+    reprec = pytester.inline_run(*suite_args, "-k", "replication_lag",
+                                 "--store", f"tests.replica_stores:{factory}",
                                  "--nomnesia-seed", "20261207")
     passed, skipped, failed = reprec.listoutcomes()
     return len(passed), {r.nodeid: r.longreprtext for r in failed}, len(skipped)
@@ -51,9 +46,9 @@ def _run(pytester: pytest.Pytester, factory: str) -> tuple[int, dict[str, str], 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("factory", ["sentinel_replica", "postgres_standby"])
-def test_a_store_that_reads_a_replica_is_caught_under_g3(pytester: pytest.Pytester,
-                                                        factory: str) -> None:
-    _, failures, _ = _run(pytester, factory)
+def test_a_store_that_reads_a_replica_is_caught_under_g3(
+        pytester: pytest.Pytester, suite_args: tuple[str, ...], factory: str) -> None:
+    _, failures, _ = _run(pytester, suite_args, factory)
     assert len(failures) == 1, failures
     (text,) = failures.values()
     assert re.search(r"^G3 read your writes: read \d+ .* misses .* reappears", text,
@@ -64,9 +59,9 @@ def test_a_store_that_reads_a_replica_is_caught_under_g3(pytester: pytest.Pytest
 
 @pytest.mark.slow
 @pytest.mark.parametrize("factory", ["sentinel_primary", "postgres_primary"])
-def test_the_same_store_reading_the_primary_passes(pytester: pytest.Pytester,
-                                                   factory: str) -> None:
-    passed, failures, skipped = _run(pytester, factory)
+def test_the_same_store_reading_the_primary_passes(
+        pytester: pytest.Pytester, suite_args: tuple[str, ...], factory: str) -> None:
+    passed, failures, skipped = _run(pytester, suite_args, factory)
     assert (passed, failures, skipped) == (1, {}, 0)
 
 

@@ -34,6 +34,7 @@ def _quiet_ini(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
 
 
+@pytest.mark.slow  # the whole suite on a shared file: nox -s slow
 def test_a_shared_file_is_judged_as_an_empty_one(pytester: pytest.Pytester, tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("agents")
