@@ -160,9 +160,9 @@ def _not_applicable(asked: list[str], provider: Any) -> str:
                 "session's engines cannot delay links between members (embedded engines "
                 "can; Docker and external servers cannot)")
     return (f"{NOT_APPLICABLE}: the store got no replicated topology from the suite "
-            "(engine_url(\"redis-sentinel\"), \"valkey-sentinel\", \"postgres-ha\"...), so "
+            "(engine_url(\"redis-sentinel\"), \"redis-cluster\", \"postgres-ha\"...), so "
             "no replica could be behind; it would judge "
-            + " ".join(g.name for g in _JUDGED))
+            + ", ".join(str(g) for g in _JUDGED))
 
 
 def _violation(outcome: Outcome, done: list[str], seed: int) -> GuaranteeViolation:
