@@ -183,8 +183,10 @@ def test_the_nemesis_catches_the_retrying_store_and_passes_the_other(
                             log=lambda _: None)
         reports[store] = asyncio.run(run_nemesis(cfg))
     caught, correct = reports["retrying"], reports["not_retrying"]
-    assert not caught.passed and caught.anomalies[0].startswith("G2 exactly once"), \
-        caught.summary()
+    # A resent append is a duplicate (G2); reads around it may break G3 first in the
+    # merged history, as in the partial-failure test above, so any anomaly may lead.
+    assert not caught.passed and any(a.startswith("G2 exactly once")
+                                     for a in caught.anomalies), caught.summary()
     assert correct.passed, correct.summary()
     assert correct.acknowledged_appends > 100 and not correct.lost
 
