@@ -60,8 +60,8 @@ if TYPE_CHECKING:
     from .nemesis.provider import ProxiedProvider
 
 __all__ = ["KEEP_ENV", "NAMESPACE_ENV", "EngineProvider", "EngineSession", "FaultScope",
-           "current_session", "engine_session", "engine_url", "fault_url", "keep_data",
-           "store_namespace"]
+           "active_session", "current_session", "engine_session", "engine_url", "fault_url",
+           "keep_data", "store_namespace"]
 
 NAMESPACE_ENV = "NOMNESIA_NAMESPACE"
 """Set by the nemesis in its worker processes: the namespace every store of the run shares."""
@@ -249,6 +249,13 @@ def current_session() -> EngineSession:
         "`with nomnesia.suite.engines.engine_session(): ...`")
 
 
+def active_session() -> EngineSession | None:
+    """The current session, or None outside a pytest run with the plugin (or an open
+    ``engine_session()``): where faults are optional, not an error."""
+    with _current_lock:
+        return _current[-1] if _current else None
+
+
 def engine_url(engine: str) -> str:
     """The URL of one engine for this session or xdist worker, started on first use."""
     return current_session().url(engine)
@@ -275,8 +282,7 @@ def fault_url(url: str, name: str) -> str:
     engine (``fault_url(os.environ["MY_REDIS"], "redis")``). Outside a pytest run with
     the nomnesia plugin it returns ``url``. Single-host URLs only.
     """
-    with _current_lock:
-        session = _current[-1] if _current else None
+    session = active_session()
     return url if session is None else session.fault_url(url, name)
 
 

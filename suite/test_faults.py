@@ -39,6 +39,7 @@ from ._run import (
     suite_test,
 )
 from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11
+from .engines import active_session
 from .faults import ACK_BOUND, Faults, active_during
 from .fresh import Namespace
 from .profiles import NOT_APPLICABLE
@@ -55,14 +56,6 @@ _faulted: Callable[[Callable[..., Coroutine[Any, Any, None]]], Callable[..., Non
 _OPS = 5_000
 """A cap; the faults stop the load after their last heal, long before it."""
 
-
-def _session() -> Any:
-    from .engines import current_session
-
-    try:
-        return current_session()
-    except RuntimeError:
-        return None
 
 
 def _timeout_of(store: Any) -> float | None:
@@ -89,7 +82,7 @@ class TestPartialFailures(StoreTests):
         lock or pool left broken by the failed call. The message lists the faults
         active during the calls shown.
         """
-        session = _session()
+        session = active_session()
         if session is None:
             pytest.skip(f"{NOT_APPLICABLE}: no nomnesia engine session, so no engine the "
                         "suite could fault (docs/faults.md); it would judge "

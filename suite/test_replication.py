@@ -35,6 +35,7 @@ from ._run import (
     suite_test,
 )
 from .contract import G1, G2, G3, G5, G9
+from .engines import active_session
 from .fresh import Namespace
 from .profiles import NOT_APPLICABLE
 from .workload import DEFAULT_USERS, Mix, Outcome, Workload, resolve_seed, run
@@ -57,14 +58,6 @@ CATCH_UP_S = 10.0
 append (a replica catching up); a store still missing one then has lost it (G1)."""
 
 
-def _session() -> Any:
-    from .engines import current_session
-
-    try:
-        return current_session()
-    except RuntimeError:
-        return None
-
 
 class TestReplicationLag(StoreTests):
     """Read-your-writes and order with every replication link of the store's topology delayed."""
@@ -80,7 +73,7 @@ class TestReplicationLag(StoreTests):
         from the primary, or wait until the replica has the append (Redis ``WAIT``
         gives no read guarantee by itself; PostgreSQL ``remote_apply`` does).
         """
-        session = _session()
+        session = active_session()
         if session is None:
             pytest.skip(f"{NOT_APPLICABLE}: no nomnesia engine session, so no replicated "
                         "topology the suite could delay (docs/faults.md)")

@@ -70,13 +70,21 @@ class ProxyLoop:
         self._thread = threading.Thread(target=self.loop.run_forever, name="nemesis-proxy",
                                         daemon=True)
         self._thread.start()
+        self._proxies: list[Proxy] = []
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
+    def proxy(self, target_host: str, target_port: int, name: str = "") -> Proxy:
+        """A proxy started on this loop, closed by :meth:`close`."""
+        proxy = self.run(Proxy.start(target_host, target_port, name))
+        self._proxies.append(proxy)
+        return proxy
+
     def close(self) -> None:
-        """Cancel what still runs on the loop (connections the proxies held), then stop it:
-        a task left pending would be destroyed with the loop, and say so on stderr."""
+        """Close the proxies :meth:`proxy` started, cancel what still runs on the loop
+        (connections they held), then stop it: a task left pending would be destroyed with
+        the loop, and say so on stderr."""
         if self.loop.is_closed():
             return
 
@@ -88,6 +96,10 @@ class ProxyLoop:
                     task.cancel()
                 await asyncio.gather(*pending, return_exceptions=True)
 
+        proxies, self._proxies = self._proxies, []
+        for proxy in proxies:
+            with contextlib.suppress(Exception):
+                self.run(proxy.aclose())
         with contextlib.suppress(Exception):
             self.run(cancel_all(), timeout=10)
         self.loop.call_soon_threadsafe(self.loop.stop)

@@ -212,8 +212,8 @@ class RespCluster(EnginePart):
     def _new_node(self, name: str) -> Node:
         """A node not started yet: its two proxies (listening, targets set at launch)."""
         assert self._proxies is not None
-        proxy = self._proxies.run(Proxy.start("127.0.0.1", 0, f"{self.engine}-{name}"))
-        bus = self._proxies.run(Proxy.start("127.0.0.1", 0, f"{self.engine}-{name}-bus"))
+        proxy = self._proxies.proxy("127.0.0.1", 0, f"{self.engine}-{name}")
+        bus = self._proxies.proxy("127.0.0.1", 0, f"{self.engine}-{name}-bus")
         return Node(name, proxy.port, bus.port, None, 0, 0, proxy, bus,  # type: ignore[arg-type]
                     NODE_SOURCE.format(40 + int(name[1:])))
 
@@ -365,10 +365,6 @@ class RespCluster(EnginePart):
         """Stop the nodes' proxies (the host has stopped the nodes)."""
         proxies, self._proxies = self._proxies, None
         if proxies is not None:
-            for node in self._nodes:
-                for proxy in (node.proxy, node.bus_proxy):
-                    if proxy is not None:
-                        proxies.run(proxy.aclose())
             proxies.close()
 
     # -- waits -------------------------------------------------------------------

@@ -156,7 +156,7 @@ class SentinelGroup(EnginePart):
     def _new_node(self, name: str) -> Node:
         """A node not started yet: its proxy (listening, target set at launch) and source."""
         assert self._proxies is not None
-        proxy = self._proxies.run(Proxy.start("127.0.0.1", 0, f"{self.engine}-{name}"))
+        proxy = self._proxies.proxy("127.0.0.1", 0, f"{self.engine}-{name}")
         source = NODE_SOURCE.format(10 + int(name[1:]))
         return Node(name, proxy.port, None, 0, proxy, source)  # type: ignore[arg-type]
 
@@ -367,9 +367,6 @@ class SentinelGroup(EnginePart):
         """Stop the members' proxies (the host has stopped the members)."""
         proxies, self._proxies = self._proxies, None
         if proxies is not None:
-            for node in self._nodes:
-                if node.proxy is not None:
-                    proxies.run(node.proxy.aclose())
             proxies.close()
 
     # -- checks ------------------------------------------------------------------

@@ -68,7 +68,7 @@ class ProxiedProvider:
             if proxy is None:
                 if self._loop is None:
                     self._loop = ProxyLoop()
-                proxy = self._loop.run(Proxy.start(host, port, name))
+                proxy = self._loop.proxy(host, port, name)
                 self._proxies[name] = proxy
             return proxy.url_for(real)
 
@@ -97,12 +97,10 @@ class ProxiedProvider:
             if self._closed:
                 return
             self._closed = True
-            proxies, self._proxies = list(self._proxies.values()), {}
+            self._proxies = {}
             loop, self._loop = self._loop, None
         if loop is not None:
-            for proxy in proxies:
-                loop.run(proxy.aclose())
-            loop.close()
+            loop.close()  # and the proxies it started
 
     def __enter__(self) -> ProxiedProvider:
         return self
