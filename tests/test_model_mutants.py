@@ -42,7 +42,7 @@ import test_workload as workload
 
 from nomnesia.adapters.fragile import FragileMemoryStore
 from nomnesia.adapters.memory import InMemoryStore
-from nomnesia.suite import _run
+from nomnesia.suite import _run, test_model
 from nomnesia.suite.fresh import scrub
 from nomnesia.suite.test_model import DEFAULT_EXAMPLES, ModelViolation, run_model
 
@@ -185,21 +185,60 @@ def test_a_failure_reads_as_guarantee_and_shrunk_sequence_and_replays(
     assert [(n, scrub(c)) for n, c in again] == [(n, scrub(c)) for n, c in calls]
 
 
-OPENED: list[int] = []
+OPENED: list[str] = []
 
 
 def counting() -> InMemoryStore:
-    """A correct store that counts how many the model test opens (one per sequence)."""
-    OPENED.append(1)
+    """A correct store that records each opening in ``OPENED`` (with the sequences)."""
+    OPENED.append("open")
     return InMemoryStore()
 
 
-def test_the_budget_is_an_option(pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
+def _count_sequences(monkeypatch: pytest.MonkeyPatch, events: list[str]) -> None:
+    """Record "seq" as each sequence starts and "fail" as a step fails, in ``events``."""
+    init, violation = test_model.StoreMachine.__init__, test_model.StoreMachine._violation
+
+    def counted_init(self: test_model.StoreMachine, *args: Any, **kwargs: Any) -> None:
+        events.append("seq")
+        init(self, *args, **kwargs)
+
+    def counted_violation(self: test_model.StoreMachine, exc: Any) -> ModelViolation:
+        events.append("fail")
+        return violation(self, exc)
+
+    monkeypatch.setattr(test_model.StoreMachine, "__init__", counted_init)
+    monkeypatch.setattr(test_model.StoreMachine, "_violation", counted_violation)
+
+
+def test_the_budget_is_an_option(pytester: pytest.Pytester, suite_args: tuple[str, ...],
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
     OPENED.clear()
+    events = OPENED  # the sequences and the openings, in order
+    _count_sequences(monkeypatch, events)
     reprec = pytester.inline_run(*suite_args, *ONLY, "--store", f"{__name__}:counting",
                                  "--nomnesia-model-examples", "3", "--nomnesia-model-steps", "2")
     reprec.assertoutcome(passed=1)
-    # Three sequences count; Hypothesis may open one more that it then discards as
+    # Three sequences count; Hypothesis may run one more that it then discards as
     # invalid, which max_examples does not count (seed 1416776017 does). The default
-    # budget opens DEFAULT_EXAMPLES.
-    assert 1 <= len(OPENED) <= 2 * 3 < DEFAULT_EXAMPLES
+    # budget runs DEFAULT_EXAMPLES. Passing sequences share one store (the plugin may
+    # open one before, to read the store's profile).
+    assert 3 <= events.count("seq") <= 2 * 3 < DEFAULT_EXAMPLES, events
+    assert events[events.index("seq"):].count("open") == 1, events
+
+
+def test_after_a_failure_every_sequence_gets_a_fresh_store(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shrinking replays on fresh stores: a poisoned store never decides the shrunk sequence."""
+    events: list[str] = []
+    _count_sequences(monkeypatch, events)
+
+    def factory() -> Any:
+        events.append("open")
+        return zoo.SeqFromLength()
+
+    with pytest.raises(ModelViolation):
+        run_model(factory, seed=SEED, examples=EXAMPLES, invalid_calls=False)
+    first = events.index("fail")
+    assert events[:first].count("open") == 1, events[:first]  # passing sequences share one
+    after = [e for e in events[first:] if e != "fail"]
+    assert after and after == ["seq", "open"] * (len(after) // 2), after
