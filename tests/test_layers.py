@@ -26,6 +26,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from safe_ast import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"suite": "nomnesia.suite", "adapters": "nomnesia.adapters"}
@@ -51,7 +52,7 @@ def imports_of(source: str, module: str, is_package: bool) -> list[tuple[int, st
     """(line, absolute module) of every ``nomnesia`` import in ``source``."""
     found: list[tuple[int, str]] = []
     package = module if is_package else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse(source)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -116,7 +117,7 @@ def suite_graph(root: Path) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for module, path in paths.items():
         edges: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 edges.update(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom):
@@ -134,7 +135,7 @@ def bench_graph(root: Path) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in paths.items():
         edges: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 edges.update(a.name.split(".")[0] for a in node.names)
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from safe_ast import parse
 
 from nomnesia.adapters.ecosystem.causes import CAUSES, Cause, attribute, repro_dir
 from nomnesia.adapters.ecosystem.repro import needs, run_one
@@ -20,7 +21,7 @@ SCRIPTS = repro_dir()
 def test_every_graded_cause_has_a_standalone_script(cause: Cause) -> None:
     script = SCRIPTS / str(cause.repro)
     assert script.exists(), f"{cause.key} ({cause.severity}) has no {script}"
-    tree = ast.parse(script.read_text(encoding="utf-8"))
+    tree = parse(script.read_text(encoding="utf-8"))
     imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {str(n.module) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not {m for m in imported if m.split(".")[0] == "nomnesia"}, \
