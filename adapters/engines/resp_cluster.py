@@ -57,6 +57,7 @@ from .resp_part import (
     _check_redis,
     _redis_call,
     _redis_calls,
+    lag_replication,
     node_argv,
     poll_group,
     redis_server_path,
@@ -316,13 +317,8 @@ class RespCluster(EnginePart):
     """The faults on links between members this topology can cause (``EmbeddedProvider``)."""
 
     def lag_links(self, host: EngineHost, ms: float) -> str:
-        """Delay every replication link by ``ms`` (what the other nodes send to and get
-        from each node's client port); clients and the cluster bus pass."""
-        sources = {node.source for node in self._nodes}
-        for node in self._nodes:
-            assert node.proxy is not None
-            node.proxy.set_peers(sources - {node.source}, "latency", ms)
-        return f"replication links of {self.engine} delayed by {ms:g} ms"
+        """Delay every replication link by ``ms`` (``lag_replication``). What was done."""
+        return lag_replication(self._nodes, self.engine, ms)
 
     def cut_primary(self, host: EngineHost) -> str:
         """Cut the primary of the next shard (in turn) off from every other node, its

@@ -52,6 +52,7 @@ from .resp_part import (
     _check_redis,
     _check_valkey,
     _redis_call,
+    lag_replication,
     node_argv,
     poll_group,
     redis_server_path,
@@ -326,13 +327,8 @@ class SentinelGroup(EnginePart):
     """The faults on links between members this topology can cause (``EmbeddedProvider``)."""
 
     def lag_links(self, host: EngineHost, ms: float) -> str:
-        """Delay every replication link by ``ms`` (each node's proxy holds what the other
-        nodes send and receive on it); clients' and Sentinels' links pass. What was done."""
-        nodes = {node.source for node in self._nodes}
-        for node in self._nodes:
-            assert node.proxy is not None
-            node.proxy.set_peers(nodes - {node.source}, "latency", ms)
-        return f"replication links of {self.engine} delayed by {ms:g} ms"
+        """Delay every replication link by ``ms`` (``lag_replication``). What was done."""
+        return lag_replication(self._nodes, self.engine, ms)
 
     def cut_primary(self, host: EngineHost) -> str:
         """Cut the primary off from its replicas and the Sentinels (its clients still reach

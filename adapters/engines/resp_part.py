@@ -12,7 +12,7 @@ import platform
 import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
@@ -35,9 +35,12 @@ from .part import (
     self_check_vectors,
 )
 
-__all__ = ["REDIS_MAXMEMORY", "REDIS_MEMORY_FLAGS", "NotYet", "RedisPart", "RedisSearchPart",
-           "RespPart", "ValkeyPart", "node_argv", "poll_group", "redis_search_module_path",
-           "redis_server_path", "valkey_server_path"]
+if TYPE_CHECKING:
+    from .proxy import Proxy
+
+__all__ = ["REDIS_MAXMEMORY", "REDIS_MEMORY_FLAGS", "NotYet", "ProxiedMember", "RedisPart",
+           "RedisSearchPart", "RespPart", "ValkeyPart", "lag_replication", "node_argv",
+           "poll_group", "redis_search_module_path", "redis_server_path", "valkey_server_path"]
 
 REDIS_MAXMEMORY = "512mb"
 """Memory bound of every Redis and Valkey this project starts (provider, nemesis restarts).
@@ -174,6 +177,25 @@ def poll_group(host: EngineHost, engine: str, check: Callable[[], Any], what: st
     except (NotYet, BackendUnavailable) as exc:
         tails = "\n".join(f"{name}: {_tail(path, 4)}" for name, path in logs)
         raise BackendUnavailable(engine, f"{what} within {limit:g}s:\n{tails}") from exc
+
+
+class ProxiedMember(Protocol):
+    """A topology member behind its own proxy, connecting from a loopback address of its
+    own (``source``), so that the proxy tells a peer's link from a client's."""
+
+    source: str
+    proxy: Proxy | None
+
+
+def lag_replication(members: Sequence[ProxiedMember], engine: str, ms: float) -> str:
+    """Delay by ``ms`` what every member sends to and gets from each other member's proxy:
+    the replication links of a Sentinel group or a Cluster. Clients, Sentinels and the
+    cluster bus pass (they connect from other addresses or other ports). What was done."""
+    sources = {member.source for member in members}
+    for member in members:
+        assert member.proxy is not None
+        member.proxy.set_peers(sources - {member.source}, "latency", ms)
+    return f"replication links of {engine} delayed by {ms:g} ms"
 
 
 def _start_resp(host: EngineHost, engine: str, binary: Path, modules: Sequence[Path] = ()) -> str:
