@@ -13,16 +13,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
+from test_sentinel import sentinel_store
 
 from nomnesia.adapters.engines import EmbeddedProvider
 from nomnesia.adapters.engines.resp_ha import SentinelGroup
-from nomnesia.adapters.redis_log import RedisLog, drop_namespace
+from nomnesia.adapters.redis_log import RedisLog
 from nomnesia.adapters.resp import resp_client
-from nomnesia.adapters.tiers import TierDown, new_namespace
+from nomnesia.adapters.tiers import TierDown
 from nomnesia.suite.contract import Entry
 
 pytestmark = [pytest.mark.xdist_group("redis-sentinel"), pytest.mark.slow]
@@ -56,30 +57,6 @@ class CountingLog(RedisLog):
             raise
 
 
-@contextlib.asynccontextmanager
-async def _store(groups: EmbeddedProvider) -> AsyncIterator[Any]:
-    """A recorded TieredMemoryStore: archive on PostgreSQL, log on the Sentinel group."""
-    from nomnesia.adapters.memory_tiers import InMemoryIndex
-    from nomnesia.adapters.postgres import PostgresArchive, create_pool, drop_schema
-    from nomnesia.adapters.tiered import TieredMemoryStore
-    from nomnesia.suite._run import LoggedStore
-
-    urls = await asyncio.to_thread(groups.urls, "postgres", "redis-sentinel")
-    namespace = new_namespace()
-    pool = await create_pool(urls["postgres"], max_size=2, timeout=5.0)
-    archive = PostgresArchive(pool, namespace)
-    await archive.create()
-    log = CountingLog(urls["redis-sentinel"], namespace, timeout=2.0)
-    try:
-        async with TieredMemoryStore(log=log, index=InMemoryIndex(), archive=archive,
-                                     timeout=TIMEOUT) as store:
-            yield LoggedStore(store)
-    finally:
-        await drop_namespace(urls["redis-sentinel"], namespace)
-        await drop_schema(pool, namespace)
-        await pool.close()
-
-
 async def _until_down(url: str, within: float = 10.0) -> None:
     """Until ``url`` stops answering PING (the primary was killed); bounded."""
     from nomnesia.suite._run import wait_until
@@ -105,7 +82,7 @@ async def test_appends_during_a_sentinel_failover_are_answered_once(
     await asyncio.to_thread(groups.url, "redis-sentinel")
     group = groups._parts["redis-sentinel"]
     assert isinstance(group, SentinelGroup)
-    async with _store(groups) as store:
+    async with sentinel_store(groups, CountingLog, timeout=TIMEOUT) as store:
         acked = [await store.append_message("ann", "user", "before")]
         old = group.primary_url
         failover = asyncio.ensure_future(asyncio.to_thread(groups.failover, "redis-sentinel"))

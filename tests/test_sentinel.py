@@ -169,8 +169,10 @@ class ReplicaReadLog(RedisLog):
 
 
 @contextlib.asynccontextmanager
-async def _store(groups: EmbeddedProvider, log_cls: type[RedisLog]) -> AsyncIterator[Any]:
-    """A recorded TieredMemoryStore: archive on PostgreSQL, log ``log_cls`` on the group."""
+async def sentinel_store(groups: EmbeddedProvider, log_cls: type[RedisLog], *,
+                         timeout: float = 5.0) -> AsyncIterator[Any]:
+    """A recorded TieredMemoryStore: archive on PostgreSQL, log ``log_cls`` on the group
+    (``tests/test_failover_appends.py`` uses it too)."""
     from nomnesia.adapters.memory_tiers import InMemoryIndex
     from nomnesia.adapters.postgres import PostgresArchive, create_pool, drop_schema
     from nomnesia.adapters.tiered import TieredMemoryStore
@@ -184,7 +186,7 @@ async def _store(groups: EmbeddedProvider, log_cls: type[RedisLog]) -> AsyncIter
     log = log_cls(urls["redis-sentinel"], namespace, timeout=2.0)
     try:
         async with TieredMemoryStore(log=log, index=InMemoryIndex(), archive=archive,
-                                     timeout=5.0) as store:
+                                     timeout=timeout) as store:
             yield LoggedStore(store)
     finally:
         await drop_namespace(urls["redis-sentinel"], namespace)
@@ -242,7 +244,7 @@ def _anomalies(store: Any) -> list[Any]:
 @slow
 async def test_a_store_reads_the_archive_when_a_failover_lost_log_writes(
         groups: EmbeddedProvider) -> None:
-    async with _store(groups, RedisLog) as store:
+    async with sentinel_store(groups, RedisLog) as store:
         await _lost_write_failover(groups, store)
         await _history_until_answered(store)
         assert not _anomalies(store), "\n".join(map(str, _anomalies(store)))
@@ -252,7 +254,7 @@ async def test_a_store_reads_the_archive_when_a_failover_lost_log_writes(
 @slow
 async def test_control_a_log_trusted_after_a_failover_is_caught(
         groups: EmbeddedProvider) -> None:
-    async with _store(groups, TrustingLog) as store:
+    async with sentinel_store(groups, TrustingLog) as store:
         await _lost_write_failover(groups, store)
         await _history_until_answered(store)
         found = _anomalies(store)
@@ -272,7 +274,7 @@ async def test_control_history_read_from_a_replica_is_caught(
     history read from a replica misses it, and once they follow the primary again a
     read returns it: not lost, a stale read, reported as G3."""
     group = _group(groups)
-    async with _store(groups, ReplicaReadLog) as store:
+    async with sentinel_store(groups, ReplicaReadLog) as store:
         await store.append_message("ann", "user", "m1")
         async with _cut_off(group):
             await store.append_message("ann", "user", "m2")
