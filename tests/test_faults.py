@@ -42,16 +42,25 @@ def _run(pytester: pytest.Pytester, suite_args: tuple[str, ...], factory: str, s
             {r.nodeid: r.longreprtext for r in failed})
 
 
+RETRYING_SEEDS = (20261207, 20261208, 20261209)
+"""Whether a lost reply meets an append (not a read) on a connection of the retrying
+store is up to timing: one CI run in about a dozen, on 3 xdist workers, missed it with
+the first seed. The control must be caught within these runs, each replayable."""
+
+
 def test_a_store_that_retries_after_a_lost_reply_is_caught_under_g2(
         pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
-    _, failures = _run(pytester, suite_args, "retrying")
+    for seed in RETRYING_SEEDS:
+        _, failures = _run(pytester, suite_args, "retrying", seed)
+        if failures:
+            break
     assert len(failures) == 1, failures
     (text,) = failures.values()
     # The duplicate is G2; reads around it may also break G3 or G5 first in the history.
     assert re.search(r"^G2 exactly once: .* twice", text, re.MULTILINE), text[:2000]
     assert re.search(r"faults (active during these calls|of this round): .*on redis", text), \
         text[:2000]
-    assert "--nomnesia-seed 20261207" in text
+    assert f"--nomnesia-seed {seed}" in text
 
 
 def test_the_same_store_without_retries_passes(pytester: pytest.Pytester,
