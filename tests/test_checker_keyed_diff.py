@@ -7,7 +7,8 @@ synthetic histories (tests/keyed_histories.py), correct ones and ones with lost,
 repeated, leaked and resurrected messages, under every profile; the anomalies must be the
 same, in the same order, with the same messages and evidence.
 
-The seeds are random per run and printed on failure; replay one with
+The seeds are random per run (after one fixed seed that breaks every kind the test
+checks it compared) and printed on failure; replay one with
 ``NOMNESIA_DIFF_SEED=<seed> pytest tests/test_checker_keyed_diff.py``.
 """
 
@@ -34,11 +35,16 @@ ROUNDS = 30
 PROFILES = [(True, True), (False, True), (True, False), (False, False)]  # recover, compact
 
 
+COVERING_SEED = 37
+"""A seed whose history breaks every kind the coverage check below asks for (found by a
+search over seeds 1-59): 30 random seeds alone missed one in a CI run."""
+
+
 def _seeds() -> list[int]:
     fixed = os.environ.get("NOMNESIA_DIFF_SEED")
     if fixed:
         return [int(fixed)]
-    return [random.randrange(2**32) for _ in range(ROUNDS)]
+    return [COVERING_SEED, *(random.randrange(2**32) for _ in range(ROUNDS))]
 
 
 def _history(seed: int) -> list[Op]:
@@ -70,7 +76,7 @@ def test_fast_and_reference_checkers_agree_on_random_histories() -> None:
         assert {(Guarantee.ORDER, "flip"), (Guarantee.DURABILITY, "missing"),
                 (Guarantee.ATOMIC_COMPACTION, "lost"), (Guarantee.FORGET, "forgotten"),
                 (Guarantee.ISOLATION, "foreign"),
-                (Guarantee.ATOMIC_COMPACTION, "uncovered")} <= kinds, sorted(kinds)
+                (Guarantee.ATOMIC_COMPACTION, "uncovered")} <= kinds, sorted(kinds, key=str)
 
 
 @pytest.mark.parametrize("seed", [3, 17, 2024])
