@@ -14,7 +14,7 @@ import hashlib
 import math
 import os
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -72,6 +72,29 @@ def _hashed(text: str, dim: int) -> tuple[float, ...]:
     return vector
 
 
+_FEATURE_CACHE_SIZE = 1 << 16
+_feature_cache: dict[str, tuple[int, float]] = {}
+
+
+def _feature_hash(feature: str) -> tuple[int, float]:
+    """A feature's bucket hash (before ``% dim``) and sign, from its blake2b digest.
+
+    One blake2b per 3-gram was most of an embedding's cost (8 % of a ``redis`` suite
+    run's busy samples, py-spy), and a run embeds the same few thousand 3-grams again
+    and again. The cache is dropped whole when full, so adversarial texts of unique
+    3-grams cost what they did and hold at most 65,536 short keys. Shared by threads:
+    a dict's get and set are each atomic, and a racing pair writes the same value.
+    """
+    hashed = _feature_cache.get(feature)
+    if hashed is None:
+        digest = hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        hashed = (int.from_bytes(digest[:4], "little"), 1.0 if digest[4] & 1 else -1.0)
+        if len(_feature_cache) >= _FEATURE_CACHE_SIZE:
+            _feature_cache.clear()
+        _feature_cache[feature] = hashed
+    return hashed
+
+
 class HashingEmbedder:
     """Feature hashing of words and character 3-grams, L2-normalised.
 
@@ -97,12 +120,13 @@ class HashingEmbedder:
 
     def _embed_uncached(self, text: str) -> tuple[float, ...]:
         vector = [0.0] * self.dim
-        for feature in self._features(text):
-            data = feature.encode("utf-8", "surrogatepass")
-            digest = hashlib.blake2b(data, digest_size=8).digest()
-            bucket = int.from_bytes(digest[:4], "little") % self.dim
-            sign = 1.0 if digest[4] & 1 else -1.0
-            vector[bucket] += sign
+        # Each distinct feature is hashed once per text, and once per process while the
+        # feature cache holds it: a long text repeats its 3-grams, and every text of a run
+        # shares most of them with others. Counts are small integers, so adding
+        # ``sign * count`` once gives the very floats that adding ``sign`` count times did.
+        for feature, count in Counter(self._features(text)).items():
+            bucket_hash, sign = _feature_hash(feature)
+            vector[bucket_hash % self.dim] += sign * count
         norm = math.sqrt(sum(v * v for v in vector))
         if norm == 0.0:  # cannot happen (there is always a length feature), but never divide by 0
             vector[0] = 1.0

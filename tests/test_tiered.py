@@ -442,6 +442,33 @@ def test_hashing_embedder_cache_changes_no_vector_and_hands_out_copies() -> None
     assert Words(16).embed_one("pay the rent") != HashingEmbedder(16).embed_one("pay the rent")
 
 
+def test_hashing_embedder_hashes_each_feature_as_one_blake2b_per_occurrence_did(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The vector is what one blake2b per feature occurrence gives (the embedder's
+    definition, which other processes rely on), with repeated features counted once,
+    and with a feature cache that is full and dropped while it works."""
+    import hashlib
+    import math
+
+    from nomnesia.adapters import text
+
+    def reference(s: str, dim: int) -> list[float]:
+        vector = [0.0] * dim
+        for feature in text.HashingEmbedder(dim)._features(s):
+            digest = hashlib.blake2b(feature.encode("utf-8", "surrogatepass"),
+                                     digest_size=8).digest()
+            vector[int.from_bytes(digest[:4], "little") % dim] += 1.0 if digest[4] & 1 else -1.0
+        norm = math.sqrt(sum(v * v for v in vector))
+        return [v / norm for v in vector]
+
+    monkeypatch.setattr(text, "_FEATURE_CACHE_SIZE", 8)
+    samples = ["pay the rent", "ab" * 500, "", "\x00 \ud800 é", "x ann 7 " * 40]
+    for dim in (8, 384):
+        for s in samples:
+            assert list(text.HashingEmbedder(dim)._embed_uncached(s)) == reference(s, dim), s[:20]
+    assert len(text._feature_cache) <= 8
+
+
 class _DownLog(InMemoryLog):
     """A log whose engine stopped answering reads (a failover in progress)."""
 
