@@ -191,14 +191,22 @@ class EngineSession:
             self._scope = None
 
     def close(self) -> None:
-        """Stop every engine this session started; safe to call twice."""
+        """Stop every engine this session started, then the fault proxies; safe to call twice.
+
+        The provider first: its ``at_close`` work (the Milvus index's pool dropping its
+        collections) reaches the engines by the URLs its stores were given, proxied ones
+        included. With the proxies stopped first, every such call met a refused
+        connection, and pymilvus printed its tracebacks after the run's summary.
+        """
         with self._lock:
             provider, self._provider, self._closed = self._provider, None, True
             proxied, self._proxied = self._proxied, None
-        if proxied is not None:
-            proxied.close()
-        if provider is not None:
-            provider.close()
+        try:
+            if provider is not None:
+                provider.close()
+        finally:
+            if proxied is not None:
+                proxied.close()
 
 
 class _RoutedProvider:

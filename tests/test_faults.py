@@ -236,6 +236,38 @@ def test_fault_url_goes_through_the_proxy_while_faults_are_armed() -> None:
         assert engines.fault_url(url, "my-redis") == url
 
 
+def test_the_providers_close_work_still_reaches_an_engine_through_its_proxy() -> None:
+    """Clients' ``at_close`` work (the Milvus pool drops its collections by the URL its
+    stores were given) runs while the fault proxies still pass: stopping them first
+    refused every such call, and pymilvus printed tracebacks after the run's summary."""
+    import socket
+    import socketserver
+    import threading
+
+    class Hello(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.sendall(b"hello")
+
+    reached: list[bytes] = []
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Hello) as engine:
+        threading.Thread(target=engine.serve_forever, daemon=True).start()
+        try:
+            with engines.engine_session("external") as session:
+                with session.faulted():
+                    proxied = engines.fault_url(
+                        f"redis://127.0.0.1:{engine.server_address[1]}/0", "mine")
+                port = int(proxied.rpartition(":")[2].partition("/")[0])
+
+                def drop_what_the_stores_left() -> None:
+                    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+                        reached.append(conn.recv(5))
+
+                session.provider.at_close(drop_what_the_stores_left)
+        finally:
+            engine.shutdown()
+    assert reached == [b"hello"]
+
+
 def test_a_store_that_never_answers_is_not_blamed_on_the_faults(
         pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
     """A store failing every call without a fault is the other tests' finding; the partial
