@@ -10,6 +10,7 @@ A real model (all-MiniLM-L6-v2, shipped inside a wheel) sits behind the
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -72,27 +73,19 @@ def _hashed(text: str, dim: int) -> tuple[float, ...]:
     return vector
 
 
-_FEATURE_CACHE_SIZE = 1 << 16
-_feature_cache: dict[str, tuple[int, float]] = {}
-
-
+@functools.lru_cache(maxsize=2048)
 def _feature_hash(feature: str) -> tuple[int, float]:
     """A feature's bucket hash (before ``% dim``) and sign, from its blake2b digest.
 
-    One blake2b per 3-gram was most of an embedding's cost (8 % of a ``redis`` suite
-    run's busy samples, py-spy), and a run embeds the same few thousand 3-grams again
-    and again. The cache is dropped whole when full, so adversarial texts of unique
-    3-grams cost what they did and hold at most 65,536 short keys. Shared by threads:
-    a dict's get and set are each atomic, and a racing pair writes the same value.
+    One blake2b per 3-gram occurrence was most of an embedding's cost (8 % of a ``redis``
+    suite run's busy samples, py-spy), and a run embeds the same 3-grams again and
+    again. The cache is a bounded LRU, so the store's memory stays flat however many
+    distinct texts it embeds: ``bench/bench_users.py``'s texts fill its 2,048 entries
+    before 2,000 users (``tests/test_limits.py`` holds growth from 2,000 to 100,000
+    users under 1,000 Python blocks; an unbounded-until-full dict of 65,536 broke it).
     """
-    hashed = _feature_cache.get(feature)
-    if hashed is None:
-        digest = hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-        hashed = (int.from_bytes(digest[:4], "little"), 1.0 if digest[4] & 1 else -1.0)
-        if len(_feature_cache) >= _FEATURE_CACHE_SIZE:
-            _feature_cache.clear()
-        _feature_cache[feature] = hashed
-    return hashed
+    digest = hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest[:4], "little"), 1.0 if digest[4] & 1 else -1.0
 
 
 class HashingEmbedder:
