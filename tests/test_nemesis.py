@@ -72,6 +72,44 @@ def test_proxy_passes_and_delays(proxied: ProxiedProvider, direct: redis.Redis) 
         client.close()
 
 
+def test_in_pass_mode_an_engines_last_bytes_before_its_close_arrive_whole() -> None:
+    """An engine that sends and then closes (an error reply before it drops a client, a
+    server shutting down) is passed on as a close after its bytes. The proxy used to
+    reset the client instead, and the reset discarded what it still buffered: with a
+    client that reads slowly, 17 of 20 such replies of 1 MiB arrived cut short."""
+    import socketserver
+    import threading
+
+    from nomnesia.adapters.engines.proxy import ProxyLoop
+
+    reply = bytes(range(256)) * 4096  # 1 MiB: more than the slow reader's buffers hold
+
+    class SendsAndCloses(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.sendall(reply)
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), SendsAndCloses) as engine:
+        threading.Thread(target=engine.serve_forever, daemon=True).start()
+        loop = ProxyLoop()
+        try:
+            proxy = loop.proxy("127.0.0.1", engine.server_address[1], "sends-and-closes")
+            received: list[int] = []
+            for _ in range(5):
+                with socket.socket() as client:
+                    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # slow
+                    client.settimeout(10)
+                    client.connect(("127.0.0.1", proxy.port))
+                    got = bytearray()
+                    with contextlib.suppress(ConnectionResetError):
+                        while chunk := client.recv(65536):
+                            got += chunk
+                    received.append(len(got) if bytes(got) == reply else -len(got))
+        finally:
+            loop.close()
+            engine.shutdown()
+    assert received == [len(reply)] * 5, "negative: bytes received of a reply cut short"
+
+
 def test_proxy_resets(proxied: ProxiedProvider) -> None:
     client = _client(proxied)
     try:

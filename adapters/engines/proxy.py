@@ -126,6 +126,13 @@ class _Conn:
         if self.upstream is not None:
             _abort(self.upstream)
 
+    def close(self) -> None:
+        """Close both sides as a peer would (FIN after what is buffered): both closed
+        their way already, so nothing is cut short."""
+        self.client.close()
+        if self.upstream is not None:
+            self.upstream.close()
+
 
 class Proxy:
     """Forwards ``127.0.0.1:port`` to ``target_host:target_port`` under a switchable mode.
@@ -236,15 +243,20 @@ class Proxy:
                 return
         conn = _Conn(self, writer, upstream[1] if upstream else None)
         self._conns.add(conn)
+        closed_cleanly = False
         try:
             if upstream is None:
                 await self._drain(reader)
             else:
-                await asyncio.gather(self._pump(conn, reader, upstream[1], request=True),
-                                     self._pump(conn, upstream[0], writer, request=False))
+                closed_cleanly = all(await asyncio.gather(
+                    self._pump(conn, reader, upstream[1], request=True),
+                    self._pump(conn, upstream[0], writer, request=False)))
         finally:
             self._conns.discard(conn)
-            conn.abort()
+            if closed_cleanly:
+                conn.close()
+            else:
+                conn.abort()
 
     @staticmethod
     async def _drain(reader: asyncio.StreamReader) -> None:
@@ -253,11 +265,20 @@ class Proxy:
                 pass
 
     async def _pump(self, conn: _Conn, src: asyncio.StreamReader, dst: asyncio.StreamWriter,
-                    *, request: bool) -> None:
+                    *, request: bool) -> bool:
+        """Forward ``src`` to ``dst`` under the mode; True if ``src`` ended with a close.
+
+        A close is passed on as one (``write_eof``, after what is still buffered), and
+        the other direction carries on: a peer's last bytes before it closes reach the
+        other side. Ending any other way (a fault, an error) resets both sides.
+        """
         try:
             while True:
                 data = await src.read(_CHUNK)
                 if not data:
+                    if dst.can_write_eof():
+                        dst.write_eof()
+                        return True
                     break
                 mode, latency_ms = self._mode_of(conn.peer)
                 if mode == "blackhole":
@@ -277,8 +298,8 @@ class Proxy:
                 await dst.drain()
         except (OSError, asyncio.IncompleteReadError):
             pass
-        finally:
-            conn.abort()
+        conn.abort()
+        return False
 
     async def aclose(self) -> None:
         if self._server is not None:
