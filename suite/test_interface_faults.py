@@ -115,11 +115,18 @@ async def _bounded(awaitable: Awaitable[Any]) -> tuple[str, Any]:
 
 def _in_thread(make: Callable[[], Coroutine[Any, Any, None]]) -> Awaitable[None]:
     """``make()`` on a fresh event loop in a daemon thread: a thread blocked on a lock that
-    is never released can't hold up the run's exit (an executor's thread would)."""
+    is never released can't hold up the run's exit (an executor's thread would).
+
+    The future is marked running as the thread starts, as an executor does: a caller
+    that gave up on it (the op timeout cancels what it waits for) can no longer cancel
+    it, so the thread's late result or error is set, not raised in the thread as
+    ``InvalidStateError`` and printed as an unhandled thread exception."""
     done: concurrent.futures.Future[None] = concurrent.futures.Future()
     context = contextvars.copy_context()
 
     def main() -> None:
+        if not done.set_running_or_notify_cancel():
+            return  # cancelled before the thread started: nothing to run
         try:
             done.set_result(context.run(asyncio.run, make()))
         except BaseException as exc:

@@ -99,3 +99,42 @@ def test_a_store_that_no_longer_answers_is_caught_under_g10_once_per_store(
         text[:600]
     assert "not tried: an append and a read for another user" in text
     assert "a second store from the same factory" in text  # another process's view: tried
+
+
+def test_a_thread_the_caller_gave_up_on_ends_quietly() -> None:
+    """The poisoned call and the reads after it run in a thread of their own, bounded by
+    the op timeout. A call that fails after the caller gave up used to raise
+    ``InvalidStateError`` in that thread (its future was already cancelled), and pytest
+    printed it as an unhandled thread exception in whatever test ran next."""
+    import asyncio
+    import threading
+
+    from nomnesia.suite.test_interface_faults import _in_thread
+
+    started, release = threading.Event(), threading.Event()
+
+    async def fails_late() -> None:
+        started.set()
+        release.wait(10)  # blocks this thread's own loop, as a held lock does
+        raise RuntimeError("database is locked")
+
+    async def give_up() -> None:
+        waiting = asyncio.ensure_future(_in_thread(fails_late))
+        assert await asyncio.to_thread(started.wait, 10)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+
+    before = set(threading.enumerate())
+    unhandled: list[threading.ExceptHookArgs] = []
+    previous, threading.excepthook = threading.excepthook, unhandled.append
+    try:
+        asyncio.run(give_up())
+        (thread,) = [t for t in threading.enumerate()
+                     if t.name == "nomnesia-interface-fault" and t not in before]
+        release.set()
+        thread.join(10)
+        assert not thread.is_alive()
+    finally:
+        threading.excepthook = previous
+    assert [f"{a.exc_type.__name__}: {a.exc_value}" for a in unhandled] == []
