@@ -17,8 +17,10 @@ it) every user can be read and written again within ``settings.op_timeout``.
 The quiescent phase that follows judges G11 as in every concurrency round.
 
 How long a fault is held is progress-driven, not timed to the store: a lost reply
-lasts until three calls have completed since it began (each open connection loses
-one reply), a refusal likewise, a stall as long as the store's own timeout says a
+lasts until the proxy has swallowed a reply and three calls have completed since it
+began (each open connection loses one reply; a lost reply that swallowed none, because
+the calls went to other engines or to connections opened since, faulted nothing), a
+refusal until three calls completed, a stall as long as the store's own timeout says a
 call may take (past it, when the store declares one of at most 2 s), latency until
 ten calls ran through it; every hold is bounded, so a store that stops calling
 does not stop the test.
@@ -29,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -44,6 +46,8 @@ _HIT = {"lost-reply": 3, "refuse": 3, "latency": 10}
 """Calls that must complete after a fault began before it is healed (or its bound passes)."""
 _BOUND = {"lost-reply": 0.5, "refuse": 0.3, "latency": 0.5, "pause": 0.3}
 """Seconds a fault is held at most (a stall: see ``Faults.stall_hold``)."""
+_EFFECT = {"lost-reply": ("reply lost", "replies lost")}
+"""How a fault's ``hits`` read in its window and the history (faults the nemesis counts)."""
 _WEIGHT = {"lost-reply": 3}
 """How often each fault is drawn, relative to 1: a reply lost after the write landed is
 the fault only the wire can cause, and the one a retrying client turns into a duplicate."""
@@ -63,6 +67,8 @@ class FaultSource(Protocol):
 
     def heal(self, engines: Sequence[str]) -> None: ...
 
+    def hits(self, f: str, engine: str) -> int | None: ...
+
 
 @dataclass(frozen=True)
 class Window:
@@ -72,10 +78,13 @@ class Window:
     engine: str
     start_ns: int
     end_ns: int
+    effect: str = ""
+    """What the fault visibly did, where the nemesis can tell (``2 replies lost``)."""
 
     def describe(self, t0_ns: int) -> str:
-        return (f"{self.fault} on {self.engine} from {(self.start_ns - t0_ns) / 1e9:.3f} s "
-                f"to {(self.end_ns - t0_ns) / 1e9:.3f} s")
+        effect = f" ({self.effect})" if self.effect else ""
+        return (f"{self.fault} on {self.engine}{effect} from "
+                f"{(self.start_ns - t0_ns) / 1e9:.3f} s to {(self.end_ns - t0_ns) / 1e9:.3f} s")
 
 
 @dataclass
@@ -122,19 +131,26 @@ class Faults:
 
     async def _one(self, log: History, f: str, load: asyncio.Future[Any]) -> None:
         mark = len(log)
+        before = self.nemesis.hits(f, self.engine)
         what = await asyncio.to_thread(self.nemesis.start, f, self.engine, self.rng)
         started = time.monotonic_ns()
         log.note(f"fault: {what} on {self.engine}")
+
+        def hit() -> int:
+            return (self.nemesis.hits(f, self.engine) or 0) - (before or 0)
+
         try:
             if f == "stall":
                 await _until(log, mark, None, self.stall_hold, load)
             else:
-                await _until(log, mark, _HIT.get(f), _BOUND.get(f, 0.3), load)
+                await _until(log, mark, _HIT.get(f), _BOUND.get(f, 0.3), load,
+                             hit=None if before is None else lambda: hit() > 0)
         finally:
             await asyncio.to_thread(self.nemesis.heal, [self.engine])
             ended = time.monotonic_ns()
-            log.note(f"healed: {what} on {self.engine}")
-            self.windows.append(Window(what, self.engine, started, ended))
+            effect = "" if before is None else _effect(f, hit())
+            log.note(f"healed: {what} on {self.engine}" + (f" ({effect})" if effect else ""))
+            self.windows.append(Window(what, self.engine, started, ended, effect))
         await _until(log, len(log), _ACKED_BETWEEN, ACK_BOUND, load, ok_only=True)
 
     async def answers_again(self, store: LoggedStore, workload: Any) -> list[Anomaly]:
@@ -186,16 +202,24 @@ class Faults:
 
 
 async def _until(log: History, mark: int, calls: int | None, bound: float,
-                 load: asyncio.Future[Any], *, ok_only: bool = False) -> None:
+                 load: asyncio.Future[Any], *, ok_only: bool = False,
+                 hit: Callable[[], bool] | None = None) -> None:
     """Poll until ``calls`` calls completed after index ``mark`` (ok ones only with
-    ``ok_only``), the load ended, or ``bound`` seconds passed; ``calls=None``: the bound."""
+    ``ok_only``) and ``hit()`` holds where given, the load ended, or ``bound`` seconds
+    passed; ``calls=None``: the bound."""
     deadline = time.monotonic() + bound
     pause = 0.002
     while time.monotonic() < deadline and not load.done():
-        if calls is not None and _completed(log.ops, mark, ok_only) >= calls:
+        if calls is not None and _completed(log.ops, mark, ok_only) >= calls and (
+                hit is None or hit()):
             return
         await asyncio.sleep(pause)  # bounded poll of the history (the fault's hold)
         pause = min(pause * 2, 0.02)
+
+
+def _effect(f: str, hits: int) -> str:
+    one, many = _EFFECT.get(f, ("call hit", "calls hit"))
+    return f"{hits} {one if hits == 1 else many}"
 
 
 def _completed(ops: list[Op], mark: int, ok_only: bool) -> int:

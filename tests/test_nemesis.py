@@ -168,10 +168,13 @@ def test_proxy_drops_replies_after_the_write(proxied: ProxiedProvider,
     client = _client(proxied)
     try:
         client.ping()
+        swallowed = proxied.proxy("redis").swallowed
         proxied.set_mode("redis", "drop-replies")
         with pytest.raises(redis.ConnectionError):
             client.set("nemesis:test:c", "landed")
         assert direct.get("nemesis:test:c") == b"landed", "the write must land"
+        assert proxied.proxy("redis").swallowed == swallowed + 1, "the suite holds a lost " \
+            "reply until the proxy counts one"
     finally:
         client.close()
 

@@ -152,6 +152,9 @@ class Proxy:
         self._conns: set[_Conn] = set()
         self._peers: dict[str, tuple[str, float]] = {}
         self.accepted = 0
+        self.swallowed = 0
+        """Replies ``drop-replies`` swallowed so far: a lost reply that swallowed none
+        faulted nothing, so the suite holds the fault until this moves (or a bound)."""
 
     @classmethod
     async def start(cls, target_host: str, target_port: int, name: str = "") -> Proxy:
@@ -291,6 +294,7 @@ class Proxy:
                     conn.requested = True
                 elif conn.requested:
                     if conn.doomed:
+                        self.swallowed += 1
                         break  # the request landed; its reply never reaches the client
                     conn.requested = False
                     conn.rounds += 1

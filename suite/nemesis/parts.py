@@ -56,6 +56,11 @@ class FaultPart(Protocol):
         """End whatever this part started on ``engine``; a no-op when nothing is active."""
         ...
 
+    def hits(self, f: str, engine: str) -> int | None:
+        """How many calls ``f`` on ``engine`` has visibly hit so far (a counter: the caller
+        takes differences), or None where the part cannot tell."""
+        ...
+
 
 class WirePart:
     """Wire faults on the proxies in front of the engines."""
@@ -77,6 +82,10 @@ class WirePart:
         proxy = self.proxies.get(engine)
         if proxy is not None and proxy.mode != "pass":
             proxy.set_mode("pass")
+
+    def hits(self, f: str, engine: str) -> int | None:
+        """Replies swallowed, for ``lost-reply``: only then did a write land unheard."""
+        return self.proxies[engine].swallowed if f == "lost-reply" else None
 
 
 class PausePart:
@@ -102,6 +111,9 @@ class PausePart:
             self.control.resume(engine)
             self.paused.discard(engine)
 
+    def hits(self, f: str, engine: str) -> int | None:
+        return None  # a paused engine holds every call that reaches it; none is counted
+
 
 class Nemesis:
     """Parts composed by fault name; each name is handled by exactly one part."""
@@ -125,6 +137,10 @@ class Nemesis:
         if not part.applies(f, engine):
             raise ValueError(f"fault {f!r} cannot hit {engine!r}")
         return part.start(f, engine, rng)
+
+    def hits(self, f: str, engine: str) -> int | None:
+        """``hits`` of the part that handles ``f``."""
+        return self.by_name[f].hits(f, engine)
 
     def heal(self, engines: Iterable[str]) -> None:
         """Heal every part on every engine named; each part is tried even if one raised."""

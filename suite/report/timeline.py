@@ -153,7 +153,8 @@ def build(history: Mapping[str, Any], anomalies: Sequence[Mapping[str, Any]] = (
 
 def fault_windows(notes: Iterable[Mapping[str, Any]]) -> list[tuple[int, int, str]]:
     """The fault windows a partial-failure round recorded as notes (``suite/faults.py``):
-    ``fault: X on E`` opens one, the next ``healed: X on E`` closes it."""
+    ``fault: X on E`` opens one, the next ``healed: X on E`` closes it; what the fault
+    did, where the heal says (``healed: lost-reply on redis (2 replies lost)``), labels it."""
     windows: list[tuple[int, int, str]] = []
     open_: dict[str, int] = {}
     for note in notes:
@@ -161,8 +162,10 @@ def fault_windows(notes: Iterable[Mapping[str, Any]]) -> list[tuple[int, int, st
         kind, _, what = text.partition(": ")
         if kind == "fault":
             open_[what] = int(note["time"])
-        elif kind == "healed" and what in open_:
-            windows.append((open_.pop(what), int(note["time"]), what))
+        elif kind == "healed":
+            fault = what.partition(" (")[0]
+            if fault in open_:
+                windows.append((open_.pop(fault), int(note["time"]), what))
     return windows
 
 
