@@ -46,7 +46,7 @@ RETRYING_SEEDS = (20261207, 20261208, 20261209)
 """Whether a lost reply meets an append (not a read) on a connection of the retrying
 store is up to timing: one CI run in about a dozen, on 3 xdist workers, missed it with
 the first seed. Since then a lost reply is held until the proxy has swallowed one (6 %
-of them swallowed none before, under load), and 110 runs, 6 at once on 2 cores, caught
+of them swallowed none before, under load), and 62 runs, up to 6 at once on 2 cores, caught
 it every time; but a round whose every swallowed reply was a read's still passes the
 store, so the control must be caught within these runs, each replayable."""
 
