@@ -34,7 +34,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Final, Generic, TypeVar
 
-__all__ = ["MAX_CANDIDATES", "MAX_ROWS", "PerUser", "clamp_k", "clamp_limit", "over_fetch"]
+__all__ = ["MAX_CANDIDATES", "MAX_ROWS", "PerUser", "check_k", "clamp_k", "clamp_limit",
+           "over_fetch"]
 
 T = TypeVar("T")
 
@@ -116,3 +117,17 @@ class PerUser(Generic[T]):
             if slot.users == 0 and not (self._keep is not None and self._keep(slot.value)) \
                     and self._slots.get(user_id) is slot:
                 del self._slots[user_id]
+
+
+def check_k(k: int) -> int:
+    """``k`` validated and clamped (``clamp_k``): what a query may send its engine.
+
+    Every index's ``query`` sends the value this returns, never the caller's:
+    the store already clamps, and this guard keeps an index used on its own
+    just as safe (a raw ``VSIM COUNT 2**33`` aborted Redis, issue 14).
+    """
+    if isinstance(k, bool) or not isinstance(k, int):
+        raise TypeError(f"k must be an int, not {type(k).__name__}")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    return clamp_k(k)

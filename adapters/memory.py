@@ -25,8 +25,8 @@ from nomnesia.suite.contract import (
     Entry,
     summary_of,
 )
-from nomnesia.suite.errors import StoreClosed
-from nomnesia.suite.validation import (
+from nomnesia.suite.contract.errors import StoreClosed
+from nomnesia.suite.contract.validation import (
     validate_append,
     validate_limit,
     validate_query,

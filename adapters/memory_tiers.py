@@ -15,10 +15,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
-from nomnesia.suite.errors import BackendTimeout
+from nomnesia.suite.contract.errors import BackendTimeout
 
-from .bounds import PerUser, clamp_limit
-from .indexes._common import check_k
+from .bounds import PerUser, check_k, clamp_limit
 from .tiers import StalePrefix, TierLost
 
 __all__ = ["InMemoryArchive", "InMemoryIndex", "InMemoryLog"]

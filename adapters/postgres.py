@@ -27,7 +27,7 @@ from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
-from nomnesia.suite.errors import BackendTimeout, BackendUnavailable
+from nomnesia.suite.contract.errors import BackendTimeout, BackendUnavailable
 
 from .abandoned import retrieve
 from .bounds import clamp_limit

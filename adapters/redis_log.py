@@ -47,9 +47,10 @@ from redis import exceptions as redis_errors
 from redis.exceptions import RedisError
 
 from nomnesia.suite.contract import Entry
-from nomnesia.suite.errors import BackendUnavailable
+from nomnesia.suite.contract.errors import BackendUnavailable
 
 from .bounds import clamp_limit
+from .engines.urls import is_cluster_url
 from .resp import (
     BEGIN_REBUILD_LUA,
     INTACT_LUA,
@@ -57,7 +58,6 @@ from .resp import (
     REPLID_LUA,
     AnyRedis,
     eval_each,
-    is_cluster_url,
     resp_client,
 )
 from .tiers import TierDown, TierLost, check_namespace

@@ -56,9 +56,14 @@ from nomnesia.suite.contract import (
     Entry,
     summary_of,
 )
-from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, MemoryStoreError, StoreClosed
-from nomnesia.suite.failpoints import failpoint
-from nomnesia.suite.validation import (
+from nomnesia.suite.contract.errors import (
+    BackendTimeout,
+    BackendUnavailable,
+    MemoryStoreError,
+    StoreClosed,
+)
+from nomnesia.suite.contract.failpoints import failpoint
+from nomnesia.suite.contract.validation import (
     validate_append,
     validate_limit,
     validate_query,

@@ -23,7 +23,7 @@ import time
 from redis.cluster import ClusterNode, RedisCluster
 
 from nomnesia.adapters.engines import EmbeddedProvider
-from nomnesia.adapters.resp import parse_cluster_url
+from nomnesia.adapters.engines.urls import parse_cluster_url
 
 KEYS = ("{a}", "{b}", "{c}")
 """Hash tags in slots 15495, 3300 and 7365: one on each shard of 3."""

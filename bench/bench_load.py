@@ -16,7 +16,7 @@ once or twice, and a few hot users whose histories grow, compact and race, which
 is where the anomalies a checker can prove live. Ids are ``u0`` .. ``u9999``
 (``u1`` is a prefix of ``u10``: a store that filters by prefix leaks) plus the
 suite's hostile ids (quotes, ``*``, ``:``, braces, emoji). Calls follow the
-suite's :class:`~nomnesia.suite.workload.Mix` (append dominant; appends with a
+suite's :class:`~nomnesia.suite.core.workload.Mix` (append dominant; appends with a
 ``message_id``, retried, and retried with other content). Contents are mostly
 short, some medium, some large up to SPEC's 65,536 code points (and some exactly
 that), and carry NUL, emoji and CJK; each starts with a unique tag so that
@@ -28,7 +28,7 @@ What is measured:
   suite's recorder (:meth:`History.record`), the suite's quiescent phase
   (``recover``, full reads, searches and ``consistent_state``, G11) runs on the
   ``--final-users`` most active users, and the suite's checker
-  (:func:`nomnesia.suite.checker.check`) judges the whole history. "Operations"
+  (:func:`nomnesia.suite.core.checker.check`) judges the whole history. "Operations"
   are the calls in the history (invokes, the quiescent phase included). The
   checker reports at most three anomalies of one kind per user, so the figure is
   a floor on a broken store's damage, and exactly 0 on a correct one. Contents
@@ -92,10 +92,10 @@ from report_parts import engine_rss, short, table  # noqa: E402
 from nomnesia.adapters import ADAPTERS, open_store  # noqa: E402
 from nomnesia.adapters.engines import get_provider  # noqa: E402
 from nomnesia.adapters.fragile import FragileMemoryStore  # noqa: E402
-from nomnesia.suite._run import LoggedStore  # noqa: E402
-from nomnesia.suite.checker import check  # noqa: E402
-from nomnesia.suite.history import History  # noqa: E402
-from nomnesia.suite.workload import DEFAULT_USERS, Mix, Workload, quiesce, resolve_seed  # noqa: E402
+from nomnesia.suite.core.checker import check  # noqa: E402
+from nomnesia.suite.core.history import History  # noqa: E402
+from nomnesia.suite.core.recorder import LoggedStore  # noqa: E402
+from nomnesia.suite.core.workload import DEFAULT_USERS, Mix, Workload, quiesce, resolve_seed  # noqa: E402
 
 FRAGILE = "fragile"
 """The seed's store: ``nomnesia.adapters.fragile.FragileMemoryStore``."""

@@ -37,13 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from nomnesia.adapters.fragile import FragileMemoryStore
-from nomnesia.suite._run import GuaranteeViolation
+from nomnesia.suite.core.violations import GuaranteeViolation
+from nomnesia.suite.core.workload import Outcome, Workload, run
 from nomnesia.suite.report.evidence import evidence
 from nomnesia.suite.report.labels import FORMAT
 from nomnesia.suite.report.page import render_page
 from nomnesia.suite.report.verdicts import guarantee_verdicts
 from nomnesia.suite.reporting import group_causes, violation_causes
-from nomnesia.suite.workload import Outcome, Workload, run
 
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run",

@@ -104,8 +104,8 @@ class LeafProbe:
         self.close_phase("engines")
         adapter = self.config.getoption("nomnesia_adapter", None)
         if adapter and session.items:
+            from nomnesia.adapters.engines.session import current_session
             from nomnesia.adapters.registry import lookup
-            from nomnesia.suite.engines import current_session
 
             kinds = lookup(adapter).engines
             if kinds:

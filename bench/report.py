@@ -69,8 +69,8 @@ def checker_throughput(ops: int, seed: int = 1) -> dict[str, float]:
     """ops/s of the history checker on a history of the real workload (tests/bench_checker.py)."""
     import bench_checker
 
-    from nomnesia.suite.checker import check
-    from nomnesia.suite.history import History
+    from nomnesia.suite.core.checker import check
+    from nomnesia.suite.core.history import History
 
     history = asyncio.run(bench_checker.record(max(1, int(ops / 2.1)), seed))
     history = History(history.ops[:ops])

@@ -31,7 +31,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .engines import engine_url
+from nomnesia.adapters.engines.session import engine_url
 
 __all__ = ["MEM0_DIMS", "adk_postgres", "agent_framework_memory", "agent_framework_redis",
            "agents_postgres",

@@ -17,13 +17,18 @@ import importlib
 import inspect
 import os
 import random
-import sys
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from .core.factories import resolve_factory
+from .core.loop import run_async
+from .core.settings import settings
+from .core.violations import GuaranteeViolation
+from .glue import SESSION_PROFILE, probe
 
 _SUITE_DIR = Path(__file__).resolve().parent
 _PACKAGE = "nomnesia.suite"
@@ -122,31 +127,6 @@ def _anomalies(text: str) -> int | None:
     return value
 
 
-def resolve_factory(spec: str, rootdir: Path | None = None, option: str = "--store"
-                    ) -> Callable[..., Any]:
-    """``MODULE:FACTORY`` to the callable; the working directory counts as importable."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise pytest.UsageError(f"{option} expects MODULE:FACTORY, got {spec!r}")
-    here = str(rootdir or Path.cwd())
-    if here not in sys.path:
-        sys.path.insert(0, here)  # as `python -m` would: a module next to the caller counts
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise pytest.UsageError(f"{option} {spec}: cannot import {module_name!r}: {exc}"
-                                ) from exc
-    for part in attr.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise pytest.UsageError(f"{option} {spec}: {module_name!r} has no {attr!r}"
-                                    ) from None
-    if not callable(target):
-        raise pytest.UsageError(f"{option} {spec}: {attr!r} is not callable")
-    return target  # type: ignore[no-any-return]
-
-
 def _targets(config: pytest.Config) -> list[tuple[str, str]]:
     """The store options given: (option, value) for --store, --adapter and each interface's."""
     from .interfaces import INTERFACES
@@ -227,20 +207,19 @@ def pytest_configure(config: pytest.Config) -> None:
                    "report; none='why' for a test of the suite itself")
     config.addinivalue_line(
         "markers", "needs(*features): what a nomnesia suite test needs of the store's profile "
-                   "(nomnesia.suite.profiles.FEATURES); without it the test is not applicable")
+                   "(nomnesia.suite.core.profiles.FEATURES); without it the test is not applicable")
     from . import reporting
 
     reporting.configure(config)
-    from . import _run  # light: the subclass pattern needs the settings too
 
     _install_engines(config)
-    config.stash[_SETTINGS] = dict(vars(_run.settings))  # restored when this run ends
-    _run.settings.timeout = float(config.getoption("nomnesia_timeout", 120.0))
-    _run.settings.op_timeout = float(config.getoption("nomnesia_op_timeout", 30.0))
-    _run.settings.seed = int(seed)
-    _run.settings.anomalies = config.getoption("nomnesia_anomalies", 3)
-    _run.settings.profile = config.getoption("nomnesia_profile", None)
-    _run.settings.eventually = float(config.getoption("nomnesia_eventually", 2.0))
+    config.stash[_SETTINGS] = dict(vars(settings))  # restored when this run ends
+    settings.timeout = float(config.getoption("nomnesia_timeout", 120.0))
+    settings.op_timeout = float(config.getoption("nomnesia_op_timeout", 30.0))
+    settings.seed = int(seed)
+    settings.anomalies = config.getoption("nomnesia_anomalies", 3)
+    settings.profile = config.getoption("nomnesia_profile", None)
+    settings.eventually = float(config.getoption("nomnesia_eventually", 2.0))
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers, and before the header
@@ -252,28 +231,27 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     the store does not implement stops the run here, naming what is missing.
     """
     config = session.config
-    from . import _run
-    from .profiles import ProfileError, Resolved, static_full
+    from .core.profiles import ProfileError, Resolved, static_full
 
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         data = workerinput.get("nomnesia_profile")
         if data:
-            config.stash[_run.SESSION_PROFILE] = Resolved.from_json(data)
+            config.stash[SESSION_PROFILE] = Resolved.from_json(data)
         return
     _check_interface(config)  # the wrong object for its option: a usage error, before any test
     factory = _factory(config)
     if factory is None:
-        if config.getoption("nomnesia_adapter", None) and not _run.settings.profile:
-            config.stash[_run.SESSION_PROFILE] = static_full()
+        if config.getoption("nomnesia_adapter", None) and not settings.profile:
+            config.stash[SESSION_PROFILE] = static_full()
     else:
         try:
-            config.stash[_run.SESSION_PROFILE] = _run.probe(factory)
+            config.stash[SESSION_PROFILE] = probe(factory)
         except ProfileError as exc:
             raise pytest.UsageError(f"nomnesia: {exc}") from None
         except Exception as exc:  # the tests will say it again, as G12, with the operations
             config.stash[_PROFILE_UNKNOWN] = f"{type(exc).__name__}: {exc}"
-    resolved = config.stash.get(_run.SESSION_PROFILE, None)
+    resolved = config.stash.get(SESSION_PROFILE, None)
     if resolved is not None:
         from . import reporting
 
@@ -289,7 +267,6 @@ def _check_interface(config: pytest.Config) -> None:
     target = _target(config)
     if target is None or target[0] in ("--store", "--adapter"):
         return
-    from . import _run
     from .interfaces import by_option, check
     from .interfaces._base import InterfaceMismatch
 
@@ -298,7 +275,7 @@ def _check_interface(config: pytest.Config) -> None:
     sync = interface.module == "langchain" and config.getoption("nomnesia_langchain_sync", False)
     made = resolve_factory(value, config.invocation_params.dir, option)
     try:
-        _run.run_async(check(interface, made, value, **({"sync": True} if sync else {})),
+        run_async(check(interface, made, value, **({"sync": True} if sync else {})),
                        what="checking the factory's object against its option")
     except InterfaceMismatch as exc:
         raise pytest.UsageError(f"nomnesia: {exc}") from None
@@ -339,7 +316,7 @@ def _install_engines(config: pytest.Config) -> None:
     The built-in stacks and ``nomnesia.suite.engines.engine_url`` (what a
     ``--store`` factory calls) share it; it closes in ``pytest_unconfigure``.
     """
-    from . import engines
+    from nomnesia.adapters.engines import session as engines
 
     def make() -> Any:
         from nomnesia.adapters.engines import get_provider  # the plugin may import adapters
@@ -372,9 +349,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.stash[_ENGINES].close()
     before = config.stash.get(_SETTINGS, None)
     if before is not None:  # a run inside another (pytester) leaves the outer one's settings
-        from . import _run
 
-        vars(_run.settings).update(before)
+        vars(settings).update(before)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -382,9 +358,8 @@ def pytest_configure_node(node: Any) -> None:
     """xdist: every worker uses the controller's seed (one number replays the run) and the
     profile the controller found (so no worker opens a store just to read it)."""
     node.workerinput["nomnesia_seed"] = node.config.stash[_SEED]
-    from . import _run
 
-    resolved = node.config.stash.get(_run.SESSION_PROFILE, None)
+    resolved = node.config.stash.get(SESSION_PROFILE, None)
     if resolved is not None:
         node.workerinput["nomnesia_profile"] = resolved.to_json()
 
@@ -400,9 +375,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
 
 def _profile_line(config: pytest.Config) -> str:
-    from . import _run
 
-    resolved = config.stash.get(_run.SESSION_PROFILE, None)
+    resolved = config.stash.get(SESSION_PROFILE, None)
     if resolved is not None:
         return resolved.describe()
     unknown = config.stash.get(_PROFILE_UNKNOWN, None)
@@ -511,9 +485,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
         from . import reporting
 
         reporting.annotate(report, excinfo)  # its causes, for the summary by cause
-    run = sys.modules.get(f"{_PACKAGE}._run")
-    if (excinfo is None or run is None or not report.failed
-            or not isinstance(excinfo.value, run.GuaranteeViolation)
+    if (excinfo is None or not report.failed
+            or not isinstance(excinfo.value, GuaranteeViolation)
             or item.config.getoption("tbstyle", "auto") != "auto"):
         return report  # type: ignore[no-any-return]
     where = ""
@@ -529,12 +502,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The profile and what was not applicable to it; then failures grouped by cause
     (twelve red tests from one trimmed user id read as one line)."""
-    from . import _run, reporting
+    from . import reporting
 
     config = terminalreporter.config
     skipped = terminalreporter.stats.get("skipped", ())
     inapplicable = [r for r in skipped if reporting.is_not_applicable(r)]
-    if inapplicable or config.stash.get(_run.SESSION_PROFILE, None) is not None:
+    if inapplicable or config.stash.get(SESSION_PROFILE, None) is not None:
         terminalreporter.write_sep("=", "nomnesia: profile")
         terminalreporter.write_line(_profile_line(config))
         for line in reporting.not_applicable_lines(inapplicable):

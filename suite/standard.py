@@ -24,7 +24,7 @@ To record a known gap, override the test and mark it (anything else fails
 
 Writing suite tests (for the suite's own modules, ``suite/test_*.py``):
 
-- subclass ``StoreTests`` (from ``nomnesia.suite._run``), which brings the
+- subclass ``StoreTests`` (from ``nomnesia.suite.base``), which brings the
   ``store`` fixture and the override guard; give every test a name unique
   across the suite, since ``MemoryStoreSuite`` merges all classes;
 - write ``@suite_test async def test_x(self, store) -> None`` and open the
@@ -47,7 +47,8 @@ from __future__ import annotations
 
 import importlib.util
 
-from ._run import StoreTests, suite_test
+from .base import StoreTests
+from .core.loop import suite_test
 from .test_contract import TestContract
 from .test_inputs import TestInputs, TestInvalidInputs
 from .test_interruption import TestInterruption

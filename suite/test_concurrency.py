@@ -3,7 +3,7 @@
 Each test runs several rounds; a round is a fresh store, a few hundred calls
 by concurrent clients over several users, then a quiescent phase (recover
 twice, full reads, searches, ``consistent_state``). The checker
-(``nomnesia.suite.checker``) then looks for any history no legal execution
+(``nomnesia.suite.core.checker``) then looks for any history no legal execution
 of SPEC.md could produce; a failure shows the smallest part of the history
 that proves it, and the seed to replay it.
 
@@ -27,9 +27,13 @@ from typing import Any
 
 import pytest
 
-from ._run import GuaranteeViolation, StoreFactory, StoreTests, settings, suite_test
+from .base import StoreTests
 from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G11
-from .workload import Mix, Outcome, Workload, resolve_rounds, resolve_seed, run_rounds
+from .core.loop import suite_test
+from .core.recorder import StoreFactory
+from .core.settings import settings
+from .core.violations import GuaranteeViolation
+from .core.workload import Mix, Outcome, Workload, resolve_rounds, resolve_seed, run_rounds
 
 __all__ = ["TestConcurrency"]
 
@@ -65,7 +69,7 @@ def _saved(outcome: Outcome) -> str:
                            f"{os.getpid()}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(outcome.history.dumps(), encoding="utf-8")
-    return f"\nwhole history: {path} (nomnesia.suite.history.History.loads)"
+    return f"\nwhole history: {path} (nomnesia.suite.core.history.History.loads)"
 
 
 class TestConcurrency(StoreTests):

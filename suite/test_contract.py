@@ -14,17 +14,7 @@ from typing import Any
 
 import pytest
 
-from ._checks import Model, check_user, search_finds, snapshot
-from ._run import (
-    Attempts,
-    LoggedStore,
-    StoreFactory,
-    StoreTests,
-    expect,
-    recorded,
-    settings,
-    suite_test,
-)
+from .base import StoreTests
 from .contract import (
     G1,
     G2,
@@ -41,6 +31,12 @@ from .contract import (
     SUMMARY_ROLE,
     Guarantee,
 )
+from .core.attempts import Attempts
+from .core.checks import Model, check_user, search_finds, snapshot
+from .core.loop import suite_test
+from .core.recorder import LoggedStore, StoreFactory, recorded
+from .core.settings import settings
+from .core.violations import expect
 
 
 async def _fill(s: LoggedStore, model: Model, user_id: str, n: int, tag: str = "m") -> list[str]:

@@ -29,21 +29,18 @@ from typing import Any
 
 import pytest
 
-from ._run import (
-    GuaranteeViolation,
-    LoggedStore,
-    StoreFactory,
-    StoreTests,
-    opened,
-    settings,
-    suite_test,
-)
+from nomnesia.adapters.engines.session import active_session
+
+from .base import StoreTests
 from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11
-from .engines import active_session
-from .faults import ACK_BOUND, Faults, active_during
-from .fresh import Namespace
-from .profiles import NOT_APPLICABLE
-from .workload import DEFAULT_USERS, Mix, Outcome, Workload, resolve_seed, run
+from .core.fresh import Namespace
+from .core.loop import suite_test
+from .core.profiles import NOT_APPLICABLE
+from .core.recorder import LoggedStore, StoreFactory, opened
+from .core.settings import settings
+from .core.violations import GuaranteeViolation
+from .core.workload import DEFAULT_USERS, Mix, Outcome, Workload, resolve_seed, run
+from .faults.during import ACK_BOUND, Faults, active_during, session_nemesis
 
 __all__ = ["TestPartialFailures"]
 
@@ -148,8 +145,6 @@ async def _fault_each(session: Any, scope: Any, store: Any, engines: list[str], 
                       ) -> tuple[list[tuple[str, Outcome, Faults]], list[str], list[Faults]]:
     """One seeded round per engine, faults on that engine only; the failing rounds, the
     engines whose proxy the store really went through, and every round's faults."""
-    from .nemesis.parts import session_nemesis
-
     nemesis = session_nemesis(scope, session.provider)
     timeout = _timeout_of(store)
     stall = timeout + 0.2 if timeout is not None and timeout <= 2.0 else 0.5

@@ -13,22 +13,12 @@ from typing import Any
 
 import pytest
 
-from ._checks import Model, check_hits, check_user, snapshot
-from ._run import (
-    Attempts,
-    LoggedStore,
-    StoreFactory,
-    StoreTests,
-    describe,
-    expect,
-    recorded,
-    replay_hint,
-    require,
-    settings,
-    suite_test,
-)
+from .base import StoreTests
 from .contract import G1, G2, G4, G5, G6, G7, G8, G9, G11, INPUTS, MAX_MESSAGE_ID
-from .inputs import (
+from .core.attempts import Attempts
+from .core.checks import Model, check_hits, check_user, snapshot
+from .core.history import describe
+from .core.inputs import (
     ADVERSARIAL_CONTENTS,
     ADVERSARIAL_USER_IDS,
     INVALID_CONTENTS,
@@ -38,6 +28,11 @@ from .inputs import (
     INVALID_USER_IDS,
     random_user_ids,
 )
+from .core.loop import suite_test
+from .core.recorder import LoggedStore, StoreFactory, recorded
+from .core.settings import settings
+from .core.violations import expect, replay_hint
+from .glue import require
 
 
 async def _populate(s: LoggedStore, m: Model, users: list[str], per_user: int,
@@ -352,7 +347,7 @@ class TestInvalidInputs(StoreTests):
             self, store: StoreFactory, argument: str, calls: list[tuple[object, Call]]) -> None:
         """Inputs: every invalid value raises ValueError/TypeError and changes nothing.
 
-        Troubleshooting: validate every argument first (``nomnesia.suite.validation``
+        Troubleshooting: validate every argument first (``nomnesia.suite.contract.validation``
         does it in one call), before any backend write or delete: a role of
         ``summary``, a 257-code-point id truncated to 256, or a NUL that ends a
         C string must never reach a backend. ``bool`` is not an acceptable

@@ -44,20 +44,15 @@ from typing import Any
 
 import pytest
 
-from ._run import (
-    GuaranteeViolation,
-    LoggedStore,
-    StoreFactory,
-    StoreTests,
-    opened,
-    resolved_of,
-    settings,
-    suite_test,
-)
+from .base import StoreTests
 from .contract import G1, G10, Guarantee
-from .history import short_repr
-from .profiles import NOT_APPLICABLE
-from .view import KeyedView, view_of
+from .core.history import short_repr
+from .core.loop import suite_test
+from .core.profiles import NOT_APPLICABLE
+from .core.recorder import LoggedStore, StoreFactory, opened, resolved_of
+from .core.settings import settings
+from .core.view import KeyedView, view_of
+from .core.violations import GuaranteeViolation
 
 __all__ = ["TestInterfaceFaults"]
 

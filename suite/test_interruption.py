@@ -18,21 +18,16 @@ from typing import Any
 
 import pytest
 
-from ._checks import Model, check_returned, check_user, snapshot
-from ._run import (
-    LoggedStore,
-    StoreFactory,
-    StoreTests,
-    describe,
-    expect,
-    recorded,
-    reframed,
-    require,
-    settings,
-    suite_test,
-)
+from .base import StoreTests
 from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11, SUMMARY_ROLE, Guarantee
-from .failpoints import Action, armed
+from .contract.failpoints import Action, armed
+from .core.checks import Model, check_returned, check_user, snapshot
+from .core.history import describe
+from .core.loop import suite_test
+from .core.recorder import LoggedStore, StoreFactory, recorded
+from .core.settings import settings
+from .core.violations import expect, reframed
+from .glue import require
 
 _MAX_CUTS = 40
 """Cut points tried per operation; enough to pass every await of a store without I/O."""
@@ -327,7 +322,7 @@ class TestInterruption(StoreTests):
         ``recover()`` must complete or roll back the operation so that it took
         full effect or none. If none fired, the store calls ``failpoint()``
         with other names than it declares, or through another copy of
-        ``nomnesia.suite.failpoints`` than the suite's.
+        ``nomnesia.suite.contract.failpoints`` than the suite's.
         """
         async with recorded(store) as s:
             require(s, _FEATURE[op])
@@ -354,5 +349,5 @@ class TestInterruption(StoreTests):
                    f"no declared failpoint fired during {op}, so no fault was injected and "
                    f"the interruption was never tested; armed to {action} but never fired: "
                    f"{', '.join(map(repr, never))} (does the store call "
-                   "nomnesia.suite.failpoints.failpoint with exactly these names?)")
+                   "nomnesia.suite.contract.failpoints.failpoint with exactly these names?)")
 

@@ -21,9 +21,12 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from ._checks import Model, check_hits, check_user, search_finds, snapshot
-from ._run import GuaranteeViolation, LoggedStore, StoreFactory, StoreTests, recorded, suite_test
+from .base import StoreTests
 from .contract import G1, G2, G3, G4, G5, G7, G9, G11, INPUTS, EntryLike, Guarantee
+from .core.checks import Model, check_hits, check_user, search_finds, snapshot
+from .core.loop import suite_test
+from .core.recorder import LoggedStore, StoreFactory, recorded
+from .core.violations import GuaranteeViolation
 
 __all__ = ["HUGE", "TestLimits"]
 

@@ -6,7 +6,7 @@ their authors thought of. Here Hypothesis's stateful testing
 ``append_message`` (fresh, with a ``message_id``, exact retries and
 conflicting ones), ``compact``, ``forget``, ``get_history``, ``search``,
 ``recover`` and invalid calls, over a few users that are adversarial ids from
-``nomnesia.suite.inputs`` and contents that include NUL, empty and 65,536 code
+``nomnesia.suite.core.inputs`` and contents that include NUL, empty and 65,536 code
 points. After every call the store is checked against the suite's own model
 (``_checks.Model`` and ``check_user``, the same judge the other sequential
 tests use) plus what that call must have done to the previous state (a
@@ -53,18 +53,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from ._checks import Model, check_hits, check_user, search_finds, snapshot
-from ._run import (
-    GuaranteeViolation,
-    LoggedStore,
-    StoreFactory,
-    StoreTests,
-    expect,
-    in_flight,
-    opened,
-    settings,
-    store_error,
-)
+from .base import StoreTests
 from .contract import (
     G1,
     G2,
@@ -85,9 +74,10 @@ from .contract import (
     EntryLike,
     Guarantee,
 )
-from .fresh import Namespace
-from .history import History, pair
-from .inputs import (
+from .core.checks import Model, check_hits, check_user, search_finds, snapshot
+from .core.fresh import Namespace
+from .core.history import History, pair
+from .core.inputs import (
     ADVERSARIAL_CONTENTS,
     ADVERSARIAL_USER_IDS,
     INVALID_CONTENTS,
@@ -96,6 +86,10 @@ from .inputs import (
     INVALID_ROLES,
     INVALID_USER_IDS,
 )
+from .core.loop import in_flight
+from .core.recorder import LoggedStore, StoreFactory, opened
+from .core.settings import settings
+from .core.violations import GuaranteeViolation, expect, store_error
 
 __all__ = ["DEFAULT_EXAMPLES", "DEFAULT_STEPS", "ModelViolation", "StoreMachine", "TestModel",
            "run_model"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ._run import settings
 from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11, G12
-from .profiles import NOT_APPLICABLE
+from .core.profiles import NOT_APPLICABLE
+from .core.settings import settings
 
 
 # The history checker on a default mix (G1-G9), lost and doubled appends (G1, G2),

@@ -25,20 +25,17 @@ from typing import Any
 
 import pytest
 
-from ._run import (
-    GuaranteeViolation,
-    LoggedStore,
-    StoreFactory,
-    StoreTests,
-    opened,
-    settings,
-    suite_test,
-)
+from nomnesia.adapters.engines.session import active_session
+
+from .base import StoreTests
 from .contract import G1, G2, G3, G5, G9
-from .engines import active_session
-from .fresh import Namespace
-from .profiles import NOT_APPLICABLE
-from .workload import DEFAULT_USERS, Mix, Outcome, Workload, resolve_seed, run
+from .core.fresh import Namespace
+from .core.loop import suite_test
+from .core.profiles import NOT_APPLICABLE
+from .core.recorder import LoggedStore, StoreFactory, opened
+from .core.settings import settings
+from .core.violations import GuaranteeViolation
+from .core.workload import DEFAULT_USERS, Mix, Outcome, Workload, resolve_seed, run
 
 __all__ = ["LAG_MS", "TestReplicationLag"]
 

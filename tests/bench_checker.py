@@ -30,10 +30,10 @@ from keyed_reference import check_keyed_reference
 from test_workload import Wrapper
 
 from nomnesia.adapters.fragile import FragileMemoryStore
-from nomnesia.suite.checker import Anomaly, check
-from nomnesia.suite.checker_keyed import check_keyed
-from nomnesia.suite.history import History, Op
-from nomnesia.suite.workload import Workload, run
+from nomnesia.suite.core.checker import Anomaly, check
+from nomnesia.suite.core.checker_keyed import check_keyed
+from nomnesia.suite.core.history import History, Op
+from nomnesia.suite.core.workload import Workload, run
 
 
 class CheapEmbedder:

@@ -36,7 +36,7 @@ from psycopg_pool import AsyncConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from nomnesia.suite.engines import engine_url, keep_data, store_namespace
+from nomnesia.adapters.engines.session import engine_url, keep_data, store_namespace
 
 KEEP = 4
 
@@ -185,7 +185,7 @@ def pgvector_stack() -> Any:
     """The built-in pgvector stack as a user's ``--store`` factory on the suite's engines:
     ``open_store`` with the engine session's provider, routed so faults reach it."""
     from nomnesia.adapters import open_store
-    from nomnesia.suite.engines import current_session
+    from nomnesia.adapters.engines.session import current_session
 
     return open_store("pgvector", provider=current_session().routed())
 

@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from nomnesia.suite.history import Op, Rec
+from nomnesia.suite.core.history import Op, Rec
 
 SUMMARY = "summary"
 

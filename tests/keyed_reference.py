@@ -3,7 +3,7 @@ tests/test_checker_keyed_diff.py, kept verbatim but for imports (and this note).
 
 It is O(reads x acknowledged appends), with a breadth-first search per pair: clear
 enough to trust, too slow for a nemesis history (~450 s on 143k events). The fast
-``nomnesia.suite.checker_keyed`` must give exactly the same anomalies.
+``nomnesia.suite.core.checker_keyed`` must give exactly the same anomalies.
 """
 
 
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from nomnesia.suite.checker import Anomaly, shrink
 from nomnesia.suite.contract import SUMMARY_ROLE, Guarantee
-from nomnesia.suite.history import UNBOUNDED, Call, History, Op, Rec, pair
-from nomnesia.suite.view import content_key
+from nomnesia.suite.core.checker import Anomaly, shrink
+from nomnesia.suite.core.history import UNBOUNDED, Call, History, Op, Rec, pair
+from nomnesia.suite.core.view import content_key
 
 __all__ = ["check_keyed_reference"]
 

@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 from redis.asyncio.sentinel import Sentinel
 
-from nomnesia.suite.engines import engine_url, store_namespace
+from nomnesia.adapters.engines.session import engine_url, store_namespace
 
 
 class SentinelListStore:

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from nomnesia.adapters.memory import InMemoryStore
-from nomnesia.suite._run import GuaranteeViolation
 from nomnesia.suite.contract import Entry, Guarantee
+from nomnesia.suite.core.violations import GuaranteeViolation
 from nomnesia.suite.report_html import build_matrix, render_markdown
 from nomnesia.suite.reporting import (
     FORMAT,

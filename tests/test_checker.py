@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from nomnesia.suite.checker import Anomaly, check
 from nomnesia.suite.contract import Guarantee
-from nomnesia.suite.history import History, Op, Rec
+from nomnesia.suite.core.checker import Anomaly, check
+from nomnesia.suite.core.history import History, Op, Rec
 
 MS = 1_000_000
 
@@ -489,7 +489,7 @@ async def test_logged_store_records_into_one_history_the_checker_reads() -> None
     """Concurrent suite calls get their own processes, so the checker and the log pair them."""
     import asyncio
 
-    from nomnesia.suite._run import LoggedStore
+    from nomnesia.suite.core.recorder import LoggedStore
 
     class Slow:
         keep_last, search_staleness = 2, 0.0

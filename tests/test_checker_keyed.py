@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from nomnesia.suite.checker_keyed import check_keyed
 from nomnesia.suite.contract import Guarantee
-from nomnesia.suite.history import Op, Rec
+from nomnesia.suite.core.checker_keyed import check_keyed
+from nomnesia.suite.core.history import Op, Rec
 
 
 class H:

@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from keyed_histories import generate
 from keyed_reference import check_keyed_reference
 
-from nomnesia.suite.checker import Anomaly
-from nomnesia.suite.checker_keyed import check_keyed
 from nomnesia.suite.contract import Guarantee
-from nomnesia.suite.history import Op
+from nomnesia.suite.core.checker import Anomaly
+from nomnesia.suite.core.checker_keyed import check_keyed
+from nomnesia.suite.core.history import Op
 
 ROUNDS = 30
 PROFILES = [(True, True), (False, True), (True, False), (False, False)]  # recover, compact

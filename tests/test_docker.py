@@ -25,7 +25,7 @@ import redis
 
 from nomnesia.adapters.engines import DockerProvider, docker_available
 from nomnesia.adapters.engines.dockerd import PrivateDaemon, can_start
-from nomnesia.suite.errors import BackendUnavailable
+from nomnesia.suite.contract.errors import BackendUnavailable
 
 pytestmark = [pytest.mark.docker, pytest.mark.xdist_group("docker")]
 

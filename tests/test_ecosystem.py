@@ -119,8 +119,8 @@ def test_mem0_causes_are_told_apart() -> None:
     assert classify("mem0", dropped) == ["mem0-drops-system"]
 
 
-# One failure of the merged suite: every failing input as a block of its own (suite/_run.py
-# Attempts), then pytest's traceback. Shortened from a real mem0 run.
+# One failure of the merged suite: every failing input as a block of its own
+# (suite/core/attempts.py), then pytest's traceback. Shortened from a real mem0 run.
 MANY_INPUTS = """\
 Inputs: user id 'say "hi"': valid input refused: append_message('say "hi"', 'user', 'note 0') \
 raised ValueError: Invalid user_id: cannot contain whitespace. Provide a valid identifier.

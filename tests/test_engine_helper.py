@@ -17,9 +17,9 @@ import psycopg
 import pytest
 import redis
 
+from nomnesia.adapters.engines.session import current_session
 from nomnesia.adapters.memory import InMemoryStore
 from nomnesia.suite import engine_session, engine_url
-from nomnesia.suite.engines import current_session
 
 pytest_plugins = ("pytester",)
 

@@ -26,7 +26,7 @@ from nomnesia.adapters.engines import (
 )
 from nomnesia.adapters.engines import docker as docker_module
 from nomnesia.adapters.engines.docker import SPECS, ContainerSpec, build_container, container_name
-from nomnesia.suite.errors import BackendUnavailable
+from nomnesia.suite.contract.errors import BackendUnavailable
 from tests.conftest import postgres_leftovers, redis_leftovers
 
 # -- selection -----------------------------------------------------------------

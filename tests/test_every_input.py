@@ -136,9 +136,11 @@ def test_a_refused_valid_content_is_inputs_and_g1_not_g12(pytester: pytest.Pytes
 
 
 def test_attempts_report_each_failure_with_its_own_operations() -> None:
-    from nomnesia.suite._run import Attempts, LoggedStore, expect
     from nomnesia.suite.contract import Guarantee
-    from nomnesia.suite.history import History
+    from nomnesia.suite.core.attempts import Attempts
+    from nomnesia.suite.core.history import History
+    from nomnesia.suite.core.recorder import LoggedStore
+    from nomnesia.suite.core.violations import expect
 
     log = History()
     store: Any = LoggedStore(object(), log)

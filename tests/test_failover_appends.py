@@ -59,7 +59,7 @@ class CountingLog(RedisLog):
 
 async def _until_down(url: str, within: float = 10.0) -> None:
     """Until ``url`` stops answering PING (the primary was killed); bounded."""
-    from nomnesia.suite._run import wait_until
+    from nomnesia.suite.core.loop import wait_until
 
     async def answers() -> bool:
         client = resp_client(url, timeout=0.2)
@@ -77,7 +77,7 @@ async def _until_down(url: str, within: float = 10.0) -> None:
 
 async def test_appends_during_a_sentinel_failover_are_answered_once(
         groups: EmbeddedProvider) -> None:
-    from nomnesia.suite.checker import check
+    from nomnesia.suite.core.checker import check
 
     await asyncio.to_thread(groups.url, "redis-sentinel")
     group = groups._parts["redis-sentinel"]

@@ -26,7 +26,7 @@ from nomnesia.adapters import open_store
 from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
 from nomnesia.adapters.tiered import FAILPOINTS, TieredMemoryStore
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
-from nomnesia.suite.failpoints import Action, armed
+from nomnesia.suite.contract.failpoints import Action, armed
 
 U, V = "ann 'x' {*}:%", "ann"  # V is a prefix of U: isolation under crashes too
 KEEP = 2

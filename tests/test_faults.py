@@ -11,18 +11,20 @@ which faults a failure names) are tested without engines.
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 from pathlib import Path
 
 import pytest
 
-from nomnesia.suite import engines
-from nomnesia.suite.checker import Anomaly
+from nomnesia.adapters.engines import session as engines
 from nomnesia.suite.contract import Guarantee
-from nomnesia.suite.faults import Window, active_during
-from nomnesia.suite.history import Op
-from nomnesia.suite.nemesis.parts import Nemesis, WirePart
+from nomnesia.suite.core.checker import Anomaly
+from nomnesia.suite.core.history import Op
+from nomnesia.suite.faults.base import Nemesis, Started
+from nomnesia.suite.faults.during import Window, active_during
+from nomnesia.suite.faults.wire import WirePart
 
 pytest_plugins = ("pytester",)
 
@@ -105,10 +107,10 @@ class _Part:
     def applies(self, f: str, engine: str) -> bool:
         return True
 
-    def start(self, f: str, engine: str, rng: random.Random) -> str:
-        return f
+    async def start(self, f: str, engine: str, rng: random.Random) -> Started:
+        return Started(f)
 
-    def heal(self, engine: str) -> None:
+    async def heal(self, engine: str) -> None:
         pass
 
     def hits(self, f: str, engine: str) -> int | None:
@@ -124,17 +126,15 @@ def test_wire_faults_apply_only_to_proxied_engines() -> None:
     nemesis = Nemesis([WirePart({})])
     assert nemesis.faults_for("redis") == []
     with pytest.raises(ValueError, match="cannot hit"):
-        nemesis.start("lost-reply", "redis", random.Random(0))
+        asyncio.run(nemesis.start("lost-reply", "redis", random.Random(0)))
 
 
 def test_a_lost_reply_is_held_until_the_proxy_has_swallowed_one() -> None:
     """Three completed calls do not end a lost reply by themselves: they may have gone to
     another engine, or to connections opened since the fault began, and then it faulted
     nothing. The control test needed three seeds because of that (``RETRYING_SEEDS``)."""
-    import asyncio
-
-    from nomnesia.suite.faults import Faults
-    from nomnesia.suite.history import History
+    from nomnesia.suite.core.history import History
+    from nomnesia.suite.faults.during import Faults
 
     class Source:
         def __init__(self) -> None:
@@ -143,10 +143,10 @@ def test_a_lost_reply_is_held_until_the_proxy_has_swallowed_one() -> None:
         def faults_for(self, engine: str) -> list[str]:
             return ["lost-reply"]
 
-        def start(self, f: str, engine: str, rng: random.Random) -> str:
-            return f
+        async def start(self, f: str, engine: str, rng: random.Random) -> Started:
+            return Started(f)
 
-        def heal(self, engines: list[str]) -> None:
+        async def heal(self, engines: list[str]) -> None:
             self.healed += 1
 
         def hits(self, f: str, engine: str) -> int | None:
@@ -158,7 +158,7 @@ def test_a_lost_reply_is_held_until_the_proxy_has_swallowed_one() -> None:
 
     async def main() -> tuple[History, Faults]:
         log, source = History(), Source()
-        faults = Faults(source, "redis", random.Random(0))
+        faults = Faults(source, "redis", random.Random(0))  # type: ignore[arg-type]
         load = asyncio.get_running_loop().create_future()
         held = asyncio.create_task(faults._one(log, "lost-reply", load))
         for _ in range(200):  # bounded poll: the fault has begun
@@ -228,7 +228,7 @@ def test_the_nemesis_refuses_a_store_with_no_engine_in_one_sentence(
 
 def test_what_a_crashed_worker_appended_is_the_suites_in_its_successors_reads() -> None:
     """A keyed view knows only its own process's appends; the merged history knows all."""
-    from nomnesia.suite.history import History, Rec
+    from nomnesia.suite.core.history import History, Rec
     from nomnesia.suite.nemesis.report import relabel_keyed
 
     history = History()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import fnmatch
 
 from nomnesia.suite.contract import MAX_MESSAGE_ID, MAX_USER_ID, Entry
-from nomnesia.suite.fresh import Namespace, scrub
-from nomnesia.suite.inputs import ADVERSARIAL_USER_IDS, INVALID_USER_IDS, random_user_ids
+from nomnesia.suite.core.fresh import Namespace, scrub
+from nomnesia.suite.core.inputs import ADVERSARIAL_USER_IDS, INVALID_USER_IDS, random_user_ids
 
 
 def test_relationships_between_ids_hold() -> None:

@@ -378,7 +378,7 @@ async def test_a_down_server_raises_naming_the_backend(backend_name: str) -> Non
     """G12: nothing listens on port 1; each call fails fast, naming the backend."""
     import time
 
-    from nomnesia.suite.errors import BackendUnavailable
+    from nomnesia.suite.contract.errors import BackendUnavailable
     index: Any
     if backend_name == "qdrant":
         from nomnesia.adapters.indexes.qdrant import QdrantIndex
@@ -405,7 +405,7 @@ async def test_a_call_given_up_on_lands_before_the_next_call() -> None:
     import asyncio
 
     from nomnesia.adapters.indexes._common import Calls
-    from nomnesia.suite.errors import BackendTimeout
+    from nomnesia.suite.contract.errors import BackendTimeout
 
     calls, order, gate = Calls("engine"), [], asyncio.Event()
 

@@ -20,15 +20,21 @@ from types import ModuleType
 
 import pytest
 
-from nomnesia.adapters.bounds import MAX_CANDIDATES, MAX_ROWS, PerUser, clamp_limit, over_fetch
+from nomnesia.adapters.bounds import (
+    MAX_CANDIDATES,
+    MAX_ROWS,
+    PerUser,
+    check_k,
+    clamp_limit,
+    over_fetch,
+)
 from nomnesia.adapters.fragile import LongLongLog, TopKHeapIndex
-from nomnesia.adapters.indexes._common import check_k
 from nomnesia.adapters.memory import InMemoryStore
 from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
 from nomnesia.adapters.tiered import TieredMemoryStore
 from nomnesia.suite.contract import Entry
-from nomnesia.suite.errors import BackendUnavailable
-from nomnesia.suite.failpoints import Action, armed
+from nomnesia.suite.contract.errors import BackendUnavailable
+from nomnesia.suite.contract.failpoints import Action, armed
 from nomnesia.suite.test_limits import HUGE
 
 pytest_plugins = ("pytester",)

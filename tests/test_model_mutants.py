@@ -42,8 +42,9 @@ import test_workload as workload
 
 from nomnesia.adapters.fragile import FragileMemoryStore
 from nomnesia.adapters.memory import InMemoryStore
-from nomnesia.suite import _run, test_model
-from nomnesia.suite.fresh import scrub
+from nomnesia.suite import test_model
+from nomnesia.suite.core.fresh import scrub
+from nomnesia.suite.core.settings import settings
 from nomnesia.suite.test_model import DEFAULT_EXAMPLES, ModelViolation, run_model
 
 pytest_plugins = ("pytester",)
@@ -106,12 +107,12 @@ CORRECT: dict[str, tuple[Callable[[], Any], bool]] = {
 @pytest.fixture(autouse=True)
 def _short_hangs() -> Iterator[None]:
     """A hang (LockLeftHeld) is found after the op timeout: one second, not thirty."""
-    before = _run.settings.op_timeout
-    _run.settings.op_timeout = 1.0
+    before = settings.op_timeout
+    settings.op_timeout = 1.0
     try:
         yield
     finally:
-        _run.settings.op_timeout = before
+        settings.op_timeout = before
 
 
 def _guarantee(exc: ModelViolation) -> str:

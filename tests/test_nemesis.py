@@ -22,8 +22,9 @@ import redis
 from nomnesia.adapters import open_store
 from nomnesia.adapters.engines import EmbeddedProvider
 from nomnesia.adapters.engines.control import EngineControl
-from nomnesia.suite.errors import BackendUnavailable
-from nomnesia.suite.nemesis import ProxiedProvider
+from nomnesia.adapters.engines.proxied import ProxiedProvider
+from nomnesia.adapters.engines.toxics import make
+from nomnesia.suite.contract.errors import BackendUnavailable
 from nomnesia.suite.nemesis.runner import NemesisConfig, run_nemesis
 
 TIMEOUT = 1.0
@@ -64,7 +65,7 @@ def test_proxy_passes_and_delays(proxied: ProxiedProvider, direct: redis.Redis) 
         assert proxied.url("redis") != proxied.inner.url("redis")
         client.set("nemesis:test:a", "1")
         assert direct.get("nemesis:test:a") == b"1"
-        proxied.set_mode("redis", "latency", 150)
+        proxied.set_toxic("redis", make("latency", ms=150))
         started = time.monotonic()
         assert client.get("nemesis:test:a") == b"1"
         assert time.monotonic() - started >= 0.15
@@ -114,10 +115,10 @@ def test_proxy_resets(proxied: ProxiedProvider) -> None:
     client = _client(proxied)
     try:
         client.ping()
-        proxied.set_mode("redis", "reset")
+        proxied.set_toxic("redis", make("refuse"))
         with pytest.raises(redis.ConnectionError):
             client.ping()
-        proxied.set_mode("redis", "pass")
+        proxied.set_toxic("redis", None)
         assert client.ping()
     finally:
         client.close()
@@ -127,7 +128,7 @@ def test_proxy_blackholes(proxied: ProxiedProvider, direct: redis.Redis) -> None
     client = _client(proxied)
     try:
         client.ping()
-        proxied.set_mode("redis", "blackhole")
+        proxied.set_toxic("redis", make("stall"))
         started = time.monotonic()
         with pytest.raises(redis.TimeoutError):
             client.set("nemesis:test:b", "1")
@@ -144,9 +145,9 @@ def test_healing_a_stall_closes_what_it_held(proxied: ProxiedProvider) -> None:
     try:
         raw.sendall(b"PING\r\n")
         assert raw.recv(64) == b"+PONG\r\n"
-        proxied.set_mode("redis", "blackhole")
+        proxied.set_toxic("redis", make("stall"))
         raw.sendall(b"PING\r\n")  # swallowed
-        proxied.set_mode("redis", "pass")
+        proxied.set_toxic("redis", None)
         with contextlib.suppress(OSError):
             raw.sendall(b"PING\r\n")
         try:
@@ -168,20 +169,20 @@ def test_proxy_drops_replies_after_the_write(proxied: ProxiedProvider,
     client = _client(proxied)
     try:
         client.ping()
-        swallowed = proxied.proxy("redis").swallowed
-        proxied.set_mode("redis", "drop-replies")
+        lost = make("lost-reply")
+        proxied.set_toxic("redis", lost)
         with pytest.raises(redis.ConnectionError):
             client.set("nemesis:test:c", "landed")
         assert direct.get("nemesis:test:c") == b"landed", "the write must land"
-        assert proxied.proxy("redis").swallowed == swallowed + 1, "the suite holds a lost " \
-            "reply until the proxy counts one"
+        assert lost.hits == 1, "the suite holds a lost reply until the toxic counts one"
     finally:
         client.close()
 
 
-def test_proxy_rejects_unknown_modes(proxied: ProxiedProvider) -> None:
-    with pytest.raises(ValueError, match="unknown proxy mode"):
-        proxied.set_mode("redis", "flaky")
+def test_an_unknown_toxic_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(ValueError, match="unknown toxic 'flaky'; known: latency, lost-reply, "
+                                         "refuse, stall"):
+        make("flaky")
 
 
 # -- a dead engine: every call fails in bounded time and names the engine ------------------
@@ -245,11 +246,11 @@ ENGINES = ["postgres", "redis"]
 async def test_a_blackholed_engine_fails_calls_in_bounded_time(
         store_and_faults: tuple[Any, ProxiedProvider, EngineControl], engine: str) -> None:
     store, proxied, _ = store_and_faults
-    proxied.set_mode(engine, "blackhole")
+    proxied.set_toxic(engine, make("stall"))
     try:
         await _fails_naming(engine, store.append_message("ann", "user", "into the void"))
     finally:
-        proxied.set_mode(engine, "pass")
+        proxied.set_toxic(engine, None)
     print(f"answered again {await _answers_again(store):.2f} s after the black hole closed")
     assert await store.consistent_state("ann")
 
@@ -330,7 +331,7 @@ async def test_a_short_nemesis_run_with_two_replicas_finds_nothing() -> None:
 
 def test_an_append_erased_by_an_overlapping_forget_is_not_lost() -> None:
     """Seen with two replicas: a forget invoked first took the user's lock second."""
-    from nomnesia.suite.history import History, Op, Rec
+    from nomnesia.suite.core.history import History, Op, Rec
     from nomnesia.suite.nemesis.report import account
 
     def history(forget_returns_first: bool) -> History:

@@ -20,7 +20,7 @@ import pytest
 
 from nomnesia.adapters.engines import EmbeddedProvider
 from nomnesia.adapters.engines.postgres_ha import PostgresPair
-from nomnesia.suite.history import Op, Rec
+from nomnesia.suite.core.history import Op, Rec
 from nomnesia.suite.nemesis.failover import (
     failover_engines,
     fault_schedule,

@@ -15,7 +15,7 @@ import json
 import re
 from pathlib import Path
 
-from nomnesia.suite.history import Op
+from nomnesia.suite.core.history import Op
 from nomnesia.suite.nemesis.__main__ import main as nemesis_main
 from nomnesia.suite.nemesis.report import FaultRecord, NemesisReport, latency_series
 from nomnesia.suite.nemesis.report_html import load, main, render

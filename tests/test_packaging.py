@@ -39,7 +39,8 @@ def test_wheel_holds_only_the_nomnesia_namespace(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"nomnesia"}, f"unexpected top-level entries in the wheel: {sorted(tops)}"
-    assert "nomnesia/suite/contract.py" in names
+    assert "nomnesia/suite/contract/__init__.py" in names
+    assert "nomnesia/suite/core/recorder.py" in names
     assert "nomnesia/adapters/memory.py" in names
     assert "nomnesia/suite/py.typed" in names
 

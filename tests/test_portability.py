@@ -30,7 +30,7 @@ import pytest
 
 from nomnesia.adapters.engines import EmbeddedProvider, embedded
 from nomnesia.adapters.engines.control import EngineControl
-from nomnesia.suite.errors import BackendUnavailable
+from nomnesia.suite.contract.errors import BackendUnavailable
 
 NO_AVX512_CPU = "EPYC-Rome"
 """A qemu CPU model with AVX2 and no AVX-512 (AMD Zen 2), like the machine that broke."""

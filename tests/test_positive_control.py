@@ -236,9 +236,9 @@ def test_failpoints_the_store_never_reaches_fail_the_failpoint_tests(
         import importlib.util
         import sys
 
-        from nomnesia.suite import failpoints
+        from nomnesia.suite.contract import failpoints
 
-        spec = importlib.util.spec_from_file_location("nomnesia.suite.vendored_failpoints",
+        spec = importlib.util.spec_from_file_location("nomnesia.suite.contract.vendored_failpoints",
                                                       failpoints.__file__)
         assert spec is not None and spec.loader is not None
         vendored = importlib.util.module_from_spec(spec)
@@ -553,7 +553,8 @@ def test_the_cancel_sweep_cuts_at_every_await_and_fails_uncut_errors() -> None:
     and still pass; without the G12 check a call that errors on every run is
     read as "interrupted" at every cut point.
     """
-    from nomnesia.suite._run import GuaranteeViolation, run_async
+    from nomnesia.suite.core.loop import run_async
+    from nomnesia.suite.core.violations import GuaranteeViolation
     from nomnesia.suite.test_interruption import sweep
 
     assert run_async(sweep(InMemoryStore, "append"), timeout=60) == 1  # no await suspends

@@ -26,7 +26,7 @@ from nomnesia.adapters.stacks import open_engine_stack
 from nomnesia.adapters.text import HashingEmbedder
 from nomnesia.adapters.tiers import StalePrefix
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry
-from nomnesia.suite.errors import BackendTimeout, BackendUnavailable
+from nomnesia.suite.contract.errors import BackendTimeout, BackendUnavailable
 
 open_pgvector = functools.partial(open_engine_stack, "pgvector")
 
@@ -189,7 +189,7 @@ async def test_concurrent_users_on_real_engines(engines: Any) -> None:
 
 async def test_a_named_namespace_reopens_and_finishes_a_crashed_write(engines: Any) -> None:
     from nomnesia.adapters.redis_log import drop_namespace
-    from nomnesia.suite.failpoints import Action, armed
+    from nomnesia.suite.contract.failpoints import Action, armed
 
     namespace = f"nm_{secrets.token_hex(8)}"
     try:
@@ -290,6 +290,7 @@ async def test_answers_soon_after_a_network_partition_heals(engines: Any) -> Non
     from urllib.parse import urlsplit
 
     from nomnesia.adapters.engines.proxy import Proxy
+    from nomnesia.adapters.engines.toxics import make
     from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
     from nomnesia.adapters.tiered import TieredMemoryStore
 
@@ -304,7 +305,7 @@ async def test_answers_soon_after_a_network_partition_heals(engines: Any) -> Non
         async with TieredMemoryStore(log=InMemoryLog(), index=InMemoryIndex(), archive=archive,
                                      timeout=1.0) as store:
             await store.append_message("ann", "user", "before")
-            proxy.set_mode("blackhole")
+            proxy.set_toxic(make("stall"))
             for i in range(3):  # fail while partitioned, and let the pool start backing off
                 started = time.monotonic()
                 with pytest.raises(BackendUnavailable, match="postgres"):
@@ -312,8 +313,8 @@ async def test_answers_soon_after_a_network_partition_heals(engines: Any) -> Non
                 # G12: bounded by the timeout, although psycopg waits for a server-side
                 # cancel after a cancelled query (the store abandons that call instead)
                 assert time.monotonic() - started < 1.5
-            proxy.set_mode("reset")  # the old connections die, as when a partition ends
-            proxy.set_mode("pass")
+            proxy.set_toxic(make("refuse"))  # the old connections die, as a partition ends
+            proxy.set_toxic(None)
             healed = time.monotonic()
             while True:
                 try:

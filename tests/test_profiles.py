@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from nomnesia.suite.contract import Guarantee
-from nomnesia.suite.profiles import FULL, HISTORY, MEMORY, SEED, ProfileError, resolve
+from nomnesia.suite.core.profiles import FULL, HISTORY, MEMORY, SEED, ProfileError, resolve
 from nomnesia.suite.reporting import leaf_cell
 
 pytest_plugins = ("pytester",)

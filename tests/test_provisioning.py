@@ -24,7 +24,7 @@ import redis
 
 from nomnesia.adapters.engines import EmbeddedProvider, get_provider
 from nomnesia.adapters.engines import embedded as embedded_module
-from nomnesia.suite.errors import BackendUnavailable
+from nomnesia.suite.contract.errors import BackendUnavailable
 
 SERVERS = ("postgres", "redis", "valkey")
 

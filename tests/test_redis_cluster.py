@@ -29,9 +29,10 @@ from tenacity import Retrying, retry_if_result, stop_after_delay, wait_exponenti
 
 from nomnesia.adapters.engines import EmbeddedProvider
 from nomnesia.adapters.engines.resp_cluster import RespCluster, View, _slot_ranges, parse_nodes
+from nomnesia.adapters.engines.urls import cluster_url, parse_cluster_url
 from nomnesia.adapters.indexes.redis_vsets import RedisVsetIndex
 from nomnesia.adapters.redis_log import RedisLog, drop_namespace
-from nomnesia.adapters.resp import cluster_url, parse_cluster_url, resp_client
+from nomnesia.adapters.resp import resp_client
 from nomnesia.adapters.tiers import SelfChecking, TierLost
 from nomnesia.suite.contract import Entry
 
@@ -252,7 +253,7 @@ async def test_a_store_keeps_every_acknowledged_append_through_failovers(
     on every shard: every acknowledged one is in the archive, in the history, and (once
     recover() rebuilt the distrusting buckets) in the log, which is trusted again."""
     from nomnesia.adapters.stacks import open_engine_stack
-    from nomnesia.suite.errors import BackendUnavailable
+    from nomnesia.suite.contract.errors import BackendUnavailable
 
     users = _users()
     acknowledged: dict[str, list[str]] = {user: [] for user in users}

@@ -26,8 +26,8 @@ from nomnesia.adapters.engines import EmbeddedProvider
 from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
 from nomnesia.adapters.stacks import drop_kept_namespace, open_engine_stack
 from nomnesia.adapters.tiered import TieredMemoryStore
+from nomnesia.suite.core.workload import Mix, Outcome, Workload, resolve_seed, run
 from nomnesia.suite.standard import MemoryStoreSuite
-from nomnesia.suite.workload import Mix, Outcome, Workload, resolve_seed, run
 
 open_pgvector = partial(open_engine_stack, "pgvector")
 open_valkey = partial(open_engine_stack, "valkey")
@@ -132,7 +132,7 @@ async def test_a_write_that_died_elsewhere_is_repaired_by_the_next_writer() -> N
 async def test_the_user_lock_is_exclusive_bounded_and_dies_with_its_session(
         engines: EmbeddedProvider) -> None:
     from nomnesia.adapters.postgres import PostgresArchive, create_pool, drop_schema
-    from nomnesia.suite.errors import BackendTimeout
+    from nomnesia.suite.contract.errors import BackendTimeout
 
     pool = await create_pool(engines.url("postgres"))
     schema = f"nm_{secrets.token_hex(8)}"

@@ -27,6 +27,7 @@ import psycopg  # noqa: F401
 import pytest
 
 from nomnesia.adapters.engines.proxy import Proxy
+from nomnesia.adapters.engines.toxics import make
 
 pytest_plugins = ("pytester",)
 
@@ -76,7 +77,7 @@ async def _echo_through(proxy_for: list[Proxy], source: str) -> float:
     port = server.sockets[0].getsockname()[1]
     proxy = await Proxy.start("127.0.0.1", port)
     proxy_for.append(proxy)
-    proxy.set_peers({"127.0.0.9"}, "latency", 300)
+    proxy.set_peers({"127.0.0.9"}, make("latency", ms=300))
     loop = asyncio.get_running_loop()
     began = loop.time()
     reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port,
@@ -96,10 +97,34 @@ async def test_a_peer_mode_delays_that_peer_only() -> None:
     assert await _echo_through(proxies, "127.0.0.1") < 0.3
 
 
-def test_a_peer_mode_is_pass_latency_or_blackhole() -> None:
-    proxy = Proxy("127.0.0.1", 1)
-    with pytest.raises(ValueError, match="pass, latency or blackhole"):
-        proxy.set_peers({"127.0.0.9"}, "reset")
+async def test_a_peer_refused_is_reset_and_the_others_pass() -> None:
+    """Any toxic can be a peer's own: the proxy calls the same hooks for a peer as for all."""
+
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(await reader.read(100))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(echo, "127.0.0.1", 0)
+    proxy = await Proxy.start("127.0.0.1", server.sockets[0].getsockname()[1])
+    refused = make("refuse")
+    proxy.set_peers({"127.0.0.9"}, refused)
+    try:
+        answers = {}
+        for source in ("127.0.0.9", "127.0.0.1"):
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port,
+                                                           local_addr=(source, 0))
+            writer.write(b"ping")
+            try:
+                answers[source] = await asyncio.wait_for(reader.read(100), 5)
+            except ConnectionResetError:
+                answers[source] = b""
+            writer.close()
+        assert answers == {"127.0.0.9": b"", "127.0.0.1": b"ping"}
+        assert refused.hits == 1
+    finally:
+        await proxy.aclose()
+        server.close()
 
 
 _PARTITIONED = textwrap.dedent("""

@@ -9,10 +9,10 @@ import json
 import re
 from typing import Any
 
-from nomnesia.suite._run import GuaranteeViolation
-from nomnesia.suite.checker import Anomaly
 from nomnesia.suite.contract import G7
-from nomnesia.suite.history import History
+from nomnesia.suite.core.checker import Anomaly
+from nomnesia.suite.core.history import History
+from nomnesia.suite.core.violations import GuaranteeViolation
 from nomnesia.suite.report.evidence import evidence, history_json
 from nomnesia.suite.report.timeline import anomaly_lines, build, render
 

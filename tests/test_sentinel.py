@@ -23,8 +23,9 @@ import pytest
 
 from nomnesia.adapters.engines import EmbeddedProvider
 from nomnesia.adapters.engines.resp_ha import SentinelGroup
+from nomnesia.adapters.engines.urls import parse_sentinel_url, sentinel_url
 from nomnesia.adapters.redis_log import RedisLog, drop_namespace
-from nomnesia.adapters.resp import parse_sentinel_url, resp_client, sentinel_url
+from nomnesia.adapters.resp import resp_client
 from nomnesia.adapters.tiers import TierLost, new_namespace
 
 # Failovers take seconds each: these run in ``nox -s slow``, the URL parsing in ``tests``.
@@ -176,7 +177,7 @@ async def sentinel_store(groups: EmbeddedProvider, log_cls: type[RedisLog], *,
     from nomnesia.adapters.memory_tiers import InMemoryIndex
     from nomnesia.adapters.postgres import PostgresArchive, create_pool, drop_schema
     from nomnesia.adapters.tiered import TieredMemoryStore
-    from nomnesia.suite._run import LoggedStore
+    from nomnesia.suite.core.recorder import LoggedStore
 
     urls = await asyncio.to_thread(groups.urls, "postgres", "redis-sentinel")
     namespace = new_namespace()
@@ -235,7 +236,7 @@ async def _history_until_answered(store: Any) -> None:
 
 
 def _anomalies(store: Any) -> list[Any]:
-    from nomnesia.suite.checker import check
+    from nomnesia.suite.core.checker import check
 
     return check(store.log, keep_last=store.inner.keep_last,
                  search_staleness=store.inner.search_staleness)
@@ -261,7 +262,7 @@ async def test_control_a_log_trusted_after_a_failover_is_caught(
         assert found, "the checker missed a history read from a log that lost m2"
         text = str(found[0])
         assert text.startswith(("G1 ", "G3 ")), text
-        from nomnesia.suite.history import short_id
+        from nomnesia.suite.core.history import short_id
 
         m2 = [op.value.id for op in store.log if op.f == "append" and op.type == "ok"][-1]
         assert short_id(m2) in text, text  # the acknowledged append the read missed
@@ -283,7 +284,7 @@ async def test_control_history_read_from_a_replica_is_caught(
         await store.get_history("ann", 10)
         found = _anomalies(store)
         assert found and str(found[0]).startswith("G3 "), "\n".join(map(str, found))
-        from nomnesia.suite.history import short_id
+        from nomnesia.suite.core.history import short_id
 
         m2 = [op.value.id for op in store.log if op.f == "append" and op.type == "ok"][-1]
         assert short_id(m2) in str(found[0]), str(found[0])
@@ -291,7 +292,7 @@ async def test_control_history_read_from_a_replica_is_caught(
 
 
 async def _until(condition: Any, within: float = 30.0) -> None:
-    from nomnesia.suite._run import wait_until
+    from nomnesia.suite.core.loop import wait_until
 
     async def probe() -> bool:
         return bool(condition())

@@ -227,7 +227,9 @@ def test_a_timeout_names_a_hanging_open_or_close() -> None:
     import asyncio
     import contextlib
 
-    from nomnesia.suite._run import GuaranteeViolation, recorded, run_async
+    from nomnesia.suite.core.loop import run_async
+    from nomnesia.suite.core.recorder import recorded
+    from nomnesia.suite.core.violations import GuaranteeViolation
 
     @contextlib.asynccontextmanager
     async def hangs_on(where: str):  # type: ignore[no-untyped-def]

@@ -18,8 +18,8 @@ from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMem
 from nomnesia.adapters.tiered import TieredMemoryStore
 from nomnesia.adapters.tiers import TierDown, TierLost
 from nomnesia.suite.contract import SUMMARY_ROLE, Entry, EntryLike
-from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, StoreClosed
-from nomnesia.suite.failpoints import Action, armed, recording
+from nomnesia.suite.contract.errors import BackendTimeout, BackendUnavailable, StoreClosed
+from nomnesia.suite.contract.failpoints import Action, armed, recording
 
 
 @pytest.fixture

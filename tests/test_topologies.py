@@ -201,7 +201,7 @@ async def test_a_store_keeps_every_acknowledged_append_through_failovers(
     from nomnesia.adapters.memory_tiers import InMemoryIndex, InMemoryLog
     from nomnesia.adapters.postgres import PostgresArchive, create_pool, drop_schema
     from nomnesia.adapters.tiered import TieredMemoryStore
-    from nomnesia.suite.errors import BackendUnavailable
+    from nomnesia.suite.contract.errors import BackendUnavailable
 
     url = pairs.url("postgres-ha")
     pool = await create_pool(url, max_size=4, timeout=2.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nomnesia.suite.validation import (
+from nomnesia.suite.contract.validation import (
     validate_append,
     validate_content,
     validate_limit,

@@ -28,11 +28,17 @@ from nomnesia.adapters.fragile import FragileMemoryStore
 from nomnesia.adapters.memory import InMemoryStore
 from nomnesia.adapters.text import ConcatSummarizer, Embedder
 from nomnesia.suite import test_concurrency as concurrency
-from nomnesia.suite._run import GuaranteeViolation
 from nomnesia.suite.contract import ConsistencyReport, Difference, Entry, EntryLike, Guarantee
-from nomnesia.suite.errors import BackendTimeout
-from nomnesia.suite.fresh import scrub
-from nomnesia.suite.workload import Outcome, Workload, resolve_rounds, resolve_seed, run_rounds
+from nomnesia.suite.contract.errors import BackendTimeout
+from nomnesia.suite.core.fresh import scrub
+from nomnesia.suite.core.violations import GuaranteeViolation
+from nomnesia.suite.core.workload import (
+    Outcome,
+    Workload,
+    resolve_rounds,
+    resolve_seed,
+    run_rounds,
+)
 
 
 class YieldingSummarizer(ConcatSummarizer):
@@ -447,7 +453,7 @@ class HangingCompact(InMemoryStore):
 
 
 def test_a_timeout_names_the_workload_call_in_flight() -> None:
-    from nomnesia.suite._run import run_async
+    from nomnesia.suite.core.loop import run_async
 
     with pytest.raises(GuaranteeViolation) as info:
         run_async(run_rounds(HangingCompact, Workload(seed=5, ops=200), 1), timeout=1.0,

@@ -17,7 +17,7 @@ None of the audited libraries has the contract's ``seq``, ``covers`` or
 
 Validation: the adapters check only the contract's own vocabulary (``role``,
 ``message_id``, ``limit``, ``k``, the query's type) with
-:mod:`nomnesia.suite.validation`, as a team would; ``user_id`` and ``content``
+:mod:`nomnesia.suite.contract.validation`, as a team would; ``user_id`` and ``content``
 go to the library exactly as given, because how the library treats them is
 what the audit measures. The one exception is ``consistent_state``, which is
 the adapter's own (no library has it): it validates the user id itself.
@@ -34,7 +34,7 @@ from types import TracebackType
 from typing import Any
 
 from nomnesia.suite.contract import SUMMARY_ROLE, ConsistencyReport, Entry, EntryLike
-from nomnesia.suite.validation import (
+from nomnesia.suite.contract.validation import (
     validate_limit,
     validate_message_id,
     validate_query,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import ClassVar
 
-from nomnesia.suite.errors import BackendUnavailable
+from nomnesia.suite.contract.errors import BackendUnavailable
 
 __all__ = ["EMBEDDED_HINT", "ENGINES", "SERVER_ONLY", "TOPOLOGIES", "Provider", "Topology",
            "check_engine"]

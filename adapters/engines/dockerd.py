@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from nomnesia.suite.errors import BackendUnavailable
+from nomnesia.suite.contract.errors import BackendUnavailable
 
 from ._proc import Watchdog, run_owners, spawn
 

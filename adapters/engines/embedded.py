@@ -32,7 +32,7 @@ from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from nomnesia.suite.errors import BackendUnavailable, add_explainer, remove_explainer
+from nomnesia.suite.contract.errors import BackendUnavailable, add_explainer, remove_explainer
 
 from ._base import Provider
 from ._proc import Watchdog, free_port, kill_group, run_owners, spawn
@@ -173,7 +173,7 @@ class EmbeddedProvider(Provider):
         """Engines of ours that died: how they exited and how their log ends.
 
         Every ``BackendUnavailable`` raised in this process carries these lines
-        (``nomnesia.suite.errors.add_explainer``), so "connection refused" comes
+        (``nomnesia.suite.contract.errors.add_explainer``), so "connection refused" comes
         with "redis on port 46141 was killed by signal 9 (SIGKILL)". Each engine's
         part words its own (``EnginePart.explain``).
         """

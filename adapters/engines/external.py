@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from nomnesia.suite.errors import BackendUnavailable
+from nomnesia.suite.contract.errors import BackendUnavailable
 
 from ._base import TOPOLOGIES, Provider
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from nomnesia.suite.errors import BackendUnavailable
+from nomnesia.suite.contract.errors import BackendUnavailable
 
 from ._base import EMBEDDED_HINT
 

@@ -39,7 +39,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from nomnesia.suite.errors import BackendUnavailable
+from nomnesia.suite.contract.errors import BackendUnavailable
 
 from .part import READY_TIMEOUT, EngineHost, EnginePart, Running, _tail
 from .part import freeze as _freeze

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from nomnesia.suite.errors import BackendUnavailable
+from nomnesia.suite.contract.errors import BackendUnavailable
 
 from ._base import EMBEDDED_HINT
 from ._reach import blocking_dir, mirror

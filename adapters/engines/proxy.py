@@ -4,7 +4,7 @@ It lives with the engines because a replicated topology's members talk through
 proxies of their own (``resp_ha``): a replica's link to its primary can then lag
 or be cut while the store's own connections pass. Peers are told apart by the
 source address they connect from (``set_peers``); the suite's faults
-(``nomnesia.suite.nemesis``) drive the same proxies by mode.
+(``nomnesia.suite.faults``) put toxics on the same proxies.
 
 Failpoints fake a failed call inside the client; a real network fails in ways
 the client cannot see coming: a reply that never arrives although the write
@@ -12,22 +12,14 @@ landed, a connection reset mid-request, a peer that accepts and then says
 nothing. The proxy sits on a loopback port in front of the real engine and the
 store is given the proxy's URL, so every byte passes through it.
 
-Modes (switch at any time; they act on open connections too):
+What it does to the bytes is a *toxic* (``toxics/``: ``latency``, ``refuse``, ``stall``,
+``lost-reply``, each a small class registered by name), set with :meth:`Proxy.set_toxic` and
+taken off with ``set_toxic(None)``; it acts on open connections too. The proxy calls the
+toxic's hooks (accept, arm, each chunk, removal) and names none of them: a new fault is a
+new toxic, never a new branch here.
 
-- ``pass``: forward both ways.
-- ``latency``: forward both ways, each chunk held ``latency_ms`` first.
-- ``reset``: reset every connection (RST), and every new one on accept.
-- ``blackhole``: accept, read and drop; nothing is forwarded either way (a stall). Leaving
-  it closes (RST) every connection it held: their bytes are gone, so a link that carried
-  on after the heal would hand the client a stream with a hole in it.
-- ``drop-replies``: on every connection open (past its first exchange) when
-  the mode is set, the next reply is swallowed and the connection reset: the
-  request landed, the client never knows. Connections opened meanwhile pass
-  (a reply lost in a handshake only fails a connect, which loses no write).
-
-Per peer (``set_peers``): connections from given source addresses get a mode of their
-own, ``latency`` (a lagging link) or ``blackhole`` (a cut one), whatever the proxy's mode
-is for everyone else. Healing a cut closes what it held, as leaving ``blackhole`` does.
+Per peer (``set_peers``): connections from given source addresses get a toxic of their own
+(a lagging or cut replication link), whatever the proxy's toxic is for everyone else.
 
 The proxy runs its own event loop in a daemon thread, so a synchronous
 provider (``url()``), a pytest test and an asyncio store can all share it.
@@ -44,11 +36,12 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["MODES", "Proxy", "ProxyLoop"]
+from .toxics import Step, Toxic
+
+__all__ = ["Proxy", "ProxyLoop"]
 
 T = TypeVar("T")
 
-MODES: tuple[str, ...] = ("pass", "latency", "reset", "blackhole", "drop-replies")
 _CHUNK = 65536
 
 
@@ -117,7 +110,6 @@ class _Conn:
         self.upstream = upstream
         self.requested = False  # a request went upstream since the last reply
         self.rounds = 0  # request/reply exchanges completed
-        self.doomed = False  # drop-replies: swallow the next reply, then reset
         peer = client.get_extra_info("peername")
         self.peer: str = str(peer[0]) if peer else ""
 
@@ -135,26 +127,23 @@ class _Conn:
 
 
 class Proxy:
-    """Forwards ``127.0.0.1:port`` to ``target_host:target_port`` under a switchable mode.
+    """Forwards ``127.0.0.1:port`` to ``target_host:target_port`` through a switchable toxic.
 
     Create and start it on the loop that will run it (``await Proxy.start(...)``),
-    or through :class:`ProxyLoop`. ``set_mode`` is safe from any thread.
+    or through :class:`ProxyLoop`. ``set_toxic`` and ``set_peers`` are safe from any thread.
     """
 
     def __init__(self, target_host: str, target_port: int, name: str = "") -> None:
         self.target = (target_host, target_port)
         self.name = name or f"{target_host}:{target_port}"
-        self.mode = "pass"
-        self.latency_ms = 0.0
+        self.toxic: Toxic | None = None
+        """What every connection goes through (None: it passes), peers' own aside."""
         self.port = 0
         self._server: asyncio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._conns: set[_Conn] = set()
-        self._peers: dict[str, tuple[str, float]] = {}
+        self._peers: dict[str, Toxic] = {}
         self.accepted = 0
-        self.swallowed = 0
-        """Replies ``drop-replies`` swallowed so far: a lost reply that swallowed none
-        faulted nothing, so the suite holds the fault until this moves (or a bound)."""
 
     @classmethod
     async def start(cls, target_host: str, target_port: int, name: str = "") -> Proxy:
@@ -171,45 +160,41 @@ class Proxy:
         netloc = f"{auth}@127.0.0.1:{self.port}" if auth else f"127.0.0.1:{self.port}"
         return urlunsplit(parts._replace(netloc=netloc))
 
-    def set_mode(self, mode: str, latency_ms: float = 0.0) -> None:
-        """Switch mode; ``reset`` and ``drop-replies`` also act on open connections."""
-        if mode not in MODES:
-            raise ValueError(f"unknown proxy mode {mode!r}; known: {', '.join(MODES)}")
+    def set_toxic(self, toxic: Toxic | None) -> None:
+        """Put ``toxic`` on every connection (None: let everything pass), open ones too;
+        the toxic it replaces is removed first (a stall's removal closes what it held)."""
 
         def apply() -> None:
-            healed_stall = self.mode == "blackhole" and mode != "blackhole"
-            self.mode, self.latency_ms = mode, latency_ms
+            old, self.toxic = self.toxic, toxic
             for conn in list(self._conns):
                 if conn.peer in self._peers:
-                    continue  # a peer with a mode of its own keeps it
-                if mode == "reset" or healed_stall:
-                    conn.abort()
-                conn.doomed = mode == "drop-replies" and conn.rounds > 0
+                    continue  # a peer with a toxic of its own keeps it
+                if old is not None:
+                    old.removed(conn)
+                if toxic is not None:
+                    toxic.armed(conn)
 
         self._call(apply)
 
-    def set_peers(self, peers: set[str] | frozenset[str], mode: str,
-                  latency_ms: float = 0.0) -> None:
-        """Give connections from the source addresses ``peers`` a mode of their own
-        (``pass`` returns them to the proxy's mode); acts on open connections too."""
-        if mode not in ("pass", "latency", "blackhole"):
-            raise ValueError(f"a peer's mode is pass, latency or blackhole, not {mode!r}")
+    def set_peers(self, peers: set[str] | frozenset[str], toxic: Toxic | None) -> None:
+        """Give connections from the source addresses ``peers`` a toxic of their own (None
+        returns them to the proxy's); acts on open connections too."""
 
         def apply() -> None:
             for peer in peers:
-                was = self._mode_of(peer)[0]
-                if mode == "pass":
-                    self._peers.pop(peer, None)
-                else:
-                    self._peers[peer] = (mode, latency_ms)
-                if was == "blackhole" and mode != "blackhole":
-                    for conn in [c for c in self._conns if c.peer == peer]:
-                        conn.abort()
+                old = self._peers.pop(peer, None)
+                if toxic is not None:
+                    self._peers[peer] = toxic
+                for conn in [c for c in self._conns if c.peer == peer]:
+                    if old is not None:
+                        old.removed(conn)
+                    if toxic is not None:
+                        toxic.armed(conn)
 
         self._call(apply)
 
-    def _mode_of(self, peer: str) -> tuple[str, float]:
-        return self._peers.get(peer, (self.mode, self.latency_ms))
+    def _toxic_of(self, peer: str) -> Toxic | None:
+        return self._peers.get(peer, self.toxic)
 
     def _call(self, apply: Callable[[], None]) -> None:
         """Run ``apply`` on the proxy's loop, from any thread, and wait for it."""
@@ -233,12 +218,12 @@ class Proxy:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.accepted += 1
         peer = writer.get_extra_info("peername")
-        mode = self._mode_of(str(peer[0]) if peer else "")[0]
-        if mode == "reset":
+        toxic = self._toxic_of(str(peer[0]) if peer else "")
+        if toxic is not None and not toxic.accepts():
             _abort(writer)
             return
         upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
-        if mode != "blackhole":
+        if toxic is None or toxic.forwards:
             try:
                 upstream = await asyncio.open_connection(*self.target)
             except OSError:
@@ -269,7 +254,7 @@ class Proxy:
 
     async def _pump(self, conn: _Conn, src: asyncio.StreamReader, dst: asyncio.StreamWriter,
                     *, request: bool) -> bool:
-        """Forward ``src`` to ``dst`` under the mode; True if ``src`` ended with a close.
+        """Forward ``src`` to ``dst`` through the toxic; True if ``src`` ended with a close.
 
         A close is passed on as one (``write_eof``, after what is still buffered), and
         the other direction carries on: a peer's last bytes before it closes reach the
@@ -283,19 +268,15 @@ class Proxy:
                         dst.write_eof()
                         return True
                     break
-                mode, latency_ms = self._mode_of(conn.peer)
-                if mode == "blackhole":
+                toxic = self._toxic_of(conn.peer)
+                step = Step.FORWARD if toxic is None else await toxic.step(conn, request)
+                if step is Step.DROP:
                     continue
-                if mode == "reset":
+                if step is Step.CUT:
                     break
-                if mode == "latency" and latency_ms > 0:
-                    await asyncio.sleep(latency_ms / 1000)  # the injected delay itself
                 if request:
                     conn.requested = True
                 elif conn.requested:
-                    if conn.doomed:
-                        self.swallowed += 1
-                        break  # the request landed; its reply never reaches the client
                     conn.requested = False
                     conn.rounds += 1
                 dst.write(data)

@@ -62,6 +62,7 @@ from .resp_part import (
     poll_group,
     redis_server_path,
 )
+from .toxics import make
 
 __all__ = ["NODE_SOURCE", "NODE_TIMEOUT_MS", "SLOTS", "Node", "RespCluster", "View"]
 
@@ -197,7 +198,7 @@ class RespCluster(EnginePart):
 
     def url(self) -> str:
         """Every node as a seed: a client finds the slot map through any that answers."""
-        from nomnesia.adapters.resp import cluster_url
+        from nomnesia.adapters.engines.urls import cluster_url
 
         return cluster_url([("127.0.0.1", node.port) for node in self._nodes])
 
@@ -332,11 +333,11 @@ class RespCluster(EnginePart):
             others = {node.source for node in live}
             began = time.monotonic()
             assert victim.proxy is not None and victim.bus_proxy is not None
-            victim.proxy.set_peers(others, "blackhole")
-            victim.bus_proxy.set_peers(others, "blackhole")
+            victim.proxy.set_peers(others, make("stall"))
+            victim.bus_proxy.set_peers(others, make("stall"))
             for node in live:
                 assert node.bus_proxy is not None
-                node.bus_proxy.set_peers({victim.source}, "blackhole")
+                node.bus_proxy.set_peers({victim.source}, make("stall"))
             self._cut = victim
             self.failovers += 1
             self._await(host, lambda: self._promoted(live, shard[0], victim.port),
@@ -350,8 +351,8 @@ class RespCluster(EnginePart):
         sources = {node.source for node in self._nodes}
         for node in self._nodes:
             assert node.proxy is not None and node.bus_proxy is not None
-            node.proxy.set_peers(sources, "pass")
-            node.bus_proxy.set_peers(sources, "pass")
+            node.proxy.set_peers(sources, None)
+            node.bus_proxy.set_peers(sources, None)
         if self._cut is not None:
             self._cut = None
             with self._lock:

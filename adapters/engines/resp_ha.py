@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nomnesia.suite.errors import BackendUnavailable
+from nomnesia.suite.contract.errors import BackendUnavailable
 
 from .part import EngineHost, EnginePart, Ready, Running
 from .part import freeze as _freeze
@@ -58,6 +58,7 @@ from .resp_part import (
     redis_server_path,
     valkey_server_path,
 )
+from .toxics import make
 
 __all__ = ["DOWN_AFTER_MS", "NODE_SOURCE", "SENTINEL_SOURCE", "SERVICE", "TOPOLOGIES",
            "SentinelGroup", "sentinel_parts"]
@@ -141,7 +142,7 @@ class SentinelGroup(EnginePart):
         return self.url()
 
     def url(self) -> str:
-        from nomnesia.adapters.resp import sentinel_url
+        from nomnesia.adapters.engines.urls import sentinel_url
 
         return sentinel_url([("127.0.0.1", s.port) for s in self._sentinels], SERVICE)
 
@@ -338,7 +339,7 @@ class SentinelGroup(EnginePart):
         assert primary.proxy is not None
         others = {n.source for n in [*self._nodes, *self._sentinels]} - {primary.source}
         began = time.monotonic()
-        primary.proxy.set_peers(others, "blackhole")
+        primary.proxy.set_peers(others, make("stall"))
         self._cut = True
         promoted = self._await(host, lambda: self._agreed_primary(exclude=primary.port),
                                f"no Sentinel promoted a replica of the cut-off :{primary.port}")
@@ -353,7 +354,7 @@ class SentinelGroup(EnginePart):
         sources = {n.source for n in [*self._nodes, *self._sentinels]}
         for node in self._nodes:
             assert node.proxy is not None
-            node.proxy.set_peers(sources, "pass")
+            node.proxy.set_peers(sources, None)
         if self._cut:
             self._cut = False
             with self._lock:

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from nomnesia.suite.errors import BackendUnavailable
+from nomnesia.suite.contract.errors import BackendUnavailable
 
 from .part import (
     READY_TIMEOUT,
@@ -34,6 +34,7 @@ from .part import (
     _tail,
     self_check_vectors,
 )
+from .toxics import make
 
 if TYPE_CHECKING:
     from .proxy import Proxy
@@ -194,7 +195,7 @@ def lag_replication(members: Sequence[ProxiedMember], engine: str, ms: float) ->
     sources = {member.source for member in members}
     for member in members:
         assert member.proxy is not None
-        member.proxy.set_peers(sources - {member.source}, "latency", ms)
+        member.proxy.set_peers(sources - {member.source}, make("latency", ms=ms))
     return f"replication links of {engine} delayed by {ms:g} ms"
 
 

@@ -17,17 +17,15 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from nomnesia.adapters.abandoned import Abandoned
-from nomnesia.adapters.bounds import clamp_k
 from nomnesia.adapters.tiers import TierLost, check_namespace, new_namespace
 from nomnesia.suite.contract import Entry
-from nomnesia.suite.errors import BackendTimeout, BackendUnavailable, MemoryStoreError
+from nomnesia.suite.contract.errors import BackendTimeout, BackendUnavailable, MemoryStoreError
 
 __all__ = [
     "Calls",
     "Completeness",
     "bounded",
     "check_batch",
-    "check_k",
     "command",
     "point_uuid",
     "user_key",
@@ -59,20 +57,6 @@ def check_batch(entries: Sequence[Entry], vectors: Sequence[Sequence[float]], di
     for vector in vectors:
         if len(vector) != dim:
             raise ValueError(f"vector of dimension {len(vector)}; the index has {dim}")
-
-
-def check_k(k: int) -> int:
-    """``k`` validated and clamped (``bounds.clamp_k``): what a query may send its engine.
-
-    Every index's ``query`` sends the value this returns, never the caller's:
-    the store already clamps, and this guard keeps an index used on its own
-    just as safe (a raw ``VSIM COUNT 2**33`` aborted Redis, issue 14).
-    """
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k must be an int, not {type(k).__name__}")
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
-    return clamp_k(k)
 
 
 async def bounded(backend: str, timeout: float, call: Awaitable[T]) -> T:

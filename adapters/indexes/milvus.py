@@ -37,12 +37,12 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_fixe
 
 from nomnesia.suite.contract import Entry
 
+from ..bounds import check_k
 from ._common import (
     Completeness,
     IndexBase,
     SelfCheckingByCompleteness,
     check_batch,
-    check_k,
     point_uuid,
     settle_and_drop,
     user_key,

@@ -22,8 +22,9 @@ from psycopg_pool import AsyncConnectionPool
 
 from nomnesia.suite.contract import Entry
 
+from ..bounds import check_k
 from ..postgres import connection, create_pool, in_schema
-from ._common import Completeness, IndexBase, SelfCheckingByCompleteness, check_batch, check_k
+from ._common import Completeness, IndexBase, SelfCheckingByCompleteness, check_batch
 
 __all__ = ["PgVectorIndex"]
 

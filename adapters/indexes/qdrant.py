@@ -24,12 +24,12 @@ from qdrant_client import AsyncQdrantClient, models
 
 from nomnesia.suite.contract import Entry
 
+from ..bounds import check_k
 from ._common import (
     Completeness,
     IndexBase,
     SelfCheckingByCompleteness,
     check_batch,
-    check_k,
     point_uuid,
     settle_and_drop,
     user_key,

@@ -21,14 +21,8 @@ import qdrant_edge as qe
 
 from nomnesia.suite.contract import Entry
 
-from ._common import (
-    Completeness,
-    IndexBase,
-    SelfCheckingByCompleteness,
-    check_batch,
-    check_k,
-    point_uuid,
-)
+from ..bounds import check_k
+from ._common import Completeness, IndexBase, SelfCheckingByCompleteness, check_batch, point_uuid
 
 __all__ = ["QdrantEdgeIndex"]
 

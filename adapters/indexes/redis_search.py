@@ -38,14 +38,8 @@ from redis.exceptions import ResponseError
 from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import Entry
 
-from ._common import (
-    IndexBase,
-    check_batch,
-    check_k,
-    command,
-    settle_and_drop,
-    user_key,
-)
+from ..bounds import check_k
+from ._common import IndexBase, check_batch, command, settle_and_drop, user_key
 from .redis_vsets import _MARK  # set the intact marker only for the current rebuild
 
 __all__ = ["MAX_RESULTS", "RedisSearchIndex", "doc_key", "escape_tag", "knn_query",

@@ -28,6 +28,7 @@ import secrets
 import struct
 from collections.abc import Sequence
 
+from nomnesia.adapters.engines.urls import is_cluster_url
 from nomnesia.adapters.resp import (
     BEGIN_REBUILD_LUA,
     INTACT_LUA,
@@ -36,20 +37,13 @@ from nomnesia.adapters.resp import (
     SET_INTACT_LUA,
     AnyRedis,
     eval_each,
-    is_cluster_url,
     resp_client,
 )
 from nomnesia.adapters.tiers import TierLost
 from nomnesia.suite.contract import Entry
 
-from ._common import (
-    IndexBase,
-    check_batch,
-    check_k,
-    command,
-    settle_and_drop,
-    user_key,
-)
+from ..bounds import check_k
+from ._common import IndexBase, check_batch, command, settle_and_drop, user_key
 
 __all__ = ["RedisVsetIndex"]
 

@@ -150,7 +150,7 @@ async def check(interface: Interface, target: Callable[..., Any], value: str,
     A per-user factory is called with a fresh id (``fresh.Namespace``): making the object
     writes nothing the suite would read.
     """
-    from ..fresh import Namespace
+    from ..core.fresh import Namespace
     from ._base import InterfaceMismatch
 
     opener = importlib.import_module(f"{__name__}.{interface.module}").open_store

@@ -10,6 +10,8 @@ from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any
 
+from ..core.violations import UsageMistake
+
 __all__ = ["InterfaceMismatch", "Mapped", "contract_role", "enter", "has", "per_user", "text_of",
            "what"]
 
@@ -40,7 +42,7 @@ def needs_id(factory: Callable[..., Any]) -> bool:
                for p in params)
 
 
-class InterfaceMismatch(Exception):
+class InterfaceMismatch(UsageMistake):
     """The object a factory made lacks a method its option maps: the wrong option for it.
 
     A usage error, never a finding: the store was never asked anything. The suite
@@ -88,7 +90,7 @@ def contract_role(role: object) -> str:
     """SPEC's role, checked: the libraries have roles of their own (or none), so a role
     outside SPEC's four could only be mapped by guessing. ``ValueError`` before any write;
     user ids, contents, limits and ``k`` go to the library as given, to be judged."""
-    from ..validation import validate_role
+    from ..contract.validation import validate_role
 
     return validate_role(role)
 

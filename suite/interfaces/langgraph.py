@@ -32,7 +32,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ..validation import validate_limit, validate_message_id
+from ..contract.validation import validate_limit, validate_message_id
 from ._base import Mapped, contract_role
 from ._poison import PoisonedCall, Unserializable, describe_batch
 

@@ -42,7 +42,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ..validation import validate_limit
+from ..contract.validation import validate_limit
 from ._base import Mapped, contract_role, has, text_of
 from ._poison import PoisonedCall, Unserializable, describe_batch
 

@@ -44,7 +44,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
-from ..validation import validate_limit
+from ..contract.validation import validate_limit
 from ._base import Mapped, contract_role, has, text_of
 from ._poison import PoisonedCall, Unserializable, describe_batch
 

@@ -1,12 +1,6 @@
 """The nemesis: faults beyond the process (crashed clients, paused or killed engines, bad network).
 
 See docs/nemesis.md. ``python -m nomnesia.suite.nemesis --adapter pgvector --faults 200``.
+The runner (``runner.py``) schedules and judges; the faults are the parts of
+``nomnesia.suite.faults``, composed as packages (``packages.py``).
 """
-
-from __future__ import annotations
-
-from nomnesia.adapters.engines.proxy import MODES, Proxy, ProxyLoop
-
-from .provider import PROXIED_ENGINES, ProxiedProvider
-
-__all__ = ["MODES", "PROXIED_ENGINES", "ProxiedProvider", "Proxy", "ProxyLoop"]

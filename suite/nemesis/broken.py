@@ -22,7 +22,7 @@ from nomnesia.adapters.stacks import open_engine_stack
 from nomnesia.adapters.tiered import TieredMemoryStore
 
 from ..contract import Entry
-from ..validation import validate_append
+from ..contract.validation import validate_append
 
 __all__ = ["LateTiersStore", "open_late_tiers"]
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..history import History, Op, Rec, pair
+from ..core.history import History, Op, Rec, pair
 
 __all__ = ["LATENCY_POINTS", "FaultRecord", "NemesisReport", "account", "attribute",
            "latency_series", "merge", "percentiles"]
@@ -396,7 +396,7 @@ def relabel_keyed(history: History, live: dict[str, list[list[Any]]]
     so here each such entry whose content some worker appended becomes that message
     again, before the checker reads it.
     """
-    from ..view import content_key
+    from ..core.view import content_key
 
     roles: dict[str, str] = {}
     for op in history:

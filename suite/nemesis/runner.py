@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import random
 import secrets
@@ -54,18 +53,18 @@ from pathlib import Path
 from typing import Any
 
 from nomnesia.adapters.engines import launcher
+from nomnesia.adapters.engines.proxied import PROXIED_ENGINES, ProxiedProvider
 from nomnesia.adapters.stacks import drop_kept_namespace
 
-from ..history import Op
+from ..core.history import Op
 from .failover import (
     FAILOVER_SHARE,
     FREEZE_SHARE,
-    detach_standby,
     failover_engines,
     fault_schedule,
     map_engines,
 )
-from .provider import PROXIED_ENGINES, ProxiedProvider
+from .packages import KINDS, NET_FAULTS, PACKAGES, Package, kinds_of, link_engines, stack_kinds
 from .report import (
     FaultRecord,
     NemesisReport,
@@ -77,13 +76,8 @@ from .report import (
 )
 from .worker import WorkerConfig, read_ops
 
-__all__ = ["KINDS", "NET_MODES", "NemesisConfig", "run_nemesis", "stack_kinds"]
+__all__ = ["KINDS", "NET_FAULTS", "NemesisConfig", "kinds_of", "run_nemesis", "stack_kinds"]
 
-KINDS: tuple[str, ...] = ("crash", "pause", "kill", "net", "failover", "link")
-LINK_LAGS_MS: tuple[float, ...] = (50.0, 300.0, 1000.0)
-"""The replication lags a ``link`` fault draws from: below, near and above a store's round
-trip and a second, as a busy network or a replica catching up shows them."""
-NET_MODES: tuple[str, ...] = ("latency", "reset", "blackhole", "drop-replies")
 ANSWER_BOUND = 30.0
 """Seconds the runner waits for the store to answer after a fault before giving up on it."""
 
@@ -143,7 +137,7 @@ class NemesisConfig:
     (``recover()``), so what the archive lost is gone from every read and the report
     names it lost (G1), where the log alone would still have served it."""
     mix: dict[str, float] = field(default_factory=dict)
-    """Fields of the workers' workload :class:`~nomnesia.suite.workload.Mix` to change.
+    """Fields of the workers' workload :class:`~nomnesia.suite.core.workload.Mix` to change.
     ``{"forget": 0.0}`` for the asynchronous pair's control: a forget that may have taken
     effect after an append excuses its loss (``report.account``), and at the default 2 %
     forgets every user is forgotten within a second or two, so the losses a failover
@@ -216,6 +210,7 @@ class _Run:
         self.workers: list[_Worker] = []
         self.live: list[_Worker] = []  # load workers running now (``replicas`` of them)
         self.standby: _Worker | None = None
+        self.packages: dict[str, Package] = {}
         self.generations = 0
         self.t0 = time.monotonic()
         from nomnesia.adapters import ADAPTERS
@@ -244,7 +239,7 @@ class _Run:
             raise ValueError("lag and cascade change failovers: they need the failover kind")
         options: dict[str, Any] = {}
         if cfg.mix:
-            from ..workload import Mix
+            from ..core.workload import Mix
 
             try:  # here, not in every worker's log
                 Mix(**cfg.mix)
@@ -340,7 +335,7 @@ class _Run:
         self.live.append(worker)
         return worker
 
-    async def _standby_ready(self) -> None:
+    async def standby_ready(self) -> None:
         """Wait (bounded, the load goes on) until the standby has imported everything."""
         await self.ensure_standby()
         assert self.standby is not None
@@ -428,106 +423,20 @@ class _Run:
         return round(now_ns / 1e9 - self.t0, 3), now_ns, now_ns / 1e9
 
     async def fault(self, kind: str) -> FaultRecord:
-        rng = self.rng
-        hold = rng.uniform(*self.cfg.hold)
-        if kind == "crash":
-            await self._standby_ready()
-            started, started_ns, begin = self._mark()
-            await self.kill_worker()
-            await self.spawn()
-            return FaultRecord("crash", "client", "", started, time.monotonic() - begin,
-                               started_ns=started_ns)
-        if kind == "failover":
-            return await self._failover()
-        if kind == "link":
-            return await self._link(hold)
-        allowed = self.kill_targets if kind == "kill" else self.cfg.targets.get(kind)
-        target = rng.choice([t for t in self.targets if allowed is None or t in allowed]
-                            or self.targets)
+        """One fault of ``kind``: drawn, started, held while it lasts, healed, recorded."""
+        hold = self.rng.uniform(*self.cfg.hold)
+        package = self.packages[kind]
+        f, target = package.draw(self.rng)
+        await package.prepare()
         started, started_ns, begin = self._mark()
-        if kind == "pause":
-            self.control.pause(target)
-            try:
+        try:
+            done = await package.part.start(f, target, self.rng)
+            if done.held:
                 await asyncio.sleep(hold)  # the fault's duration, not a wait for the store
-            finally:
-                self.control.resume(target)
-            return FaultRecord("pause", target, "", started, time.monotonic() - begin,
-                               started_ns=started_ns)
-        if kind == "kill":
-            await asyncio.to_thread(self.control.kill, target)
-            restart = await asyncio.to_thread(self._restart, target)
-            return FaultRecord("kill", target, "", started, time.monotonic() - begin,
-                               note=f"engine answered {restart:.3f} s after restart",
-                               started_ns=started_ns)
-        mode = rng.choice(NET_MODES)
-        latency = rng.choice((20.0, 100.0, 500.0)) if mode == "latency" else 0.0
-        self.proxied.set_mode(target, mode, latency)
-        try:
-            await asyncio.sleep(hold)  # the fault's duration
         finally:
-            self.proxied.set_mode(target, "pass")
-        detail = f"{mode}{int(latency)}ms" if latency else mode
-        return FaultRecord("net", target, detail, started, time.monotonic() - begin,
-                           started_ns=started_ns)
-
-    async def _failover(self) -> FaultRecord:
-        """Fail a replicated engine over while the load goes on; with ``lag``, cut its
-        standby off first and load the lone primary for ``lag`` seconds; with ``cascade``,
-        fail the stack's other replicated engines over after it.
-
-        The provider's ``failover`` blocks for seconds (kill, promote, rewind, rejoin), so it
-        runs in a thread: the workers are other processes and keep calling the store, which
-        is what the availability figures of the fault's window measure."""
-        target = (self.replicated[0] if len(self.replicated) == 1
-                  else self.rng.choice(self.replicated))
-        frozen = self.rng.random() < self.cfg.freeze_share
-        started, started_ns, begin = self._mark()
-        details = ["freeze"] if frozen else []
-        if self.cfg.lag > 0:
-            await asyncio.to_thread(detach_standby, self.real[target])
-            await asyncio.sleep(self.cfg.lag)  # the fault itself: the primary alone takes writes
-            details.append(f"lag{self.cfg.lag:g}s")
-        figures = {name: float(value) for name, value in (await asyncio.to_thread(
-            functools.partial(self.provider.failover, target, freeze=frozen))).items()}
-        notes = [", ".join(f"{name} {value:g}" for name, value in figures.items())]
-        for other in (engine for engine in self.cascade if engine != target):
-            more = await asyncio.to_thread(self.provider.failover, other)
-            notes.append(f"then {other}: " + ", ".join(f"{name} {value:g}"
-                                                         for name, value in more.items()))
-            details.append(other)
-        return FaultRecord("failover", target, "+".join(details), started,
-                           time.monotonic() - begin, note="; ".join(notes),
-                           started_ns=started_ns, figures=figures)
-
-    async def _link(self, hold: float) -> FaultRecord:
-        """Delay every replication link of a replicated engine for ``hold`` seconds, or cut
-        its primary off from its replicas and Sentinels until they promote another (the
-        provider's call returns then), then heal. Both run in a thread: the provider
-        waits on the engines, and the workers keep calling the store meanwhile."""
-        target = self.rng.choice(self.linked)
-        fault = self.rng.choice(self.provider.link_faults(target))
-        started, started_ns, begin = self._mark()
-        if fault == "lag":
-            ms = self.rng.choice(LINK_LAGS_MS)
-            note = await asyncio.to_thread(self.provider.lag_links, target, ms)
-            detail = f"lag{int(ms)}ms"
-        else:
-            note = ""
-            detail = fault
-        try:
-            if fault == "lag":
-                await asyncio.sleep(hold)  # the fault's duration
-            else:
-                note = await asyncio.to_thread(self.provider.cut_primary, target)
-        finally:
-            await asyncio.to_thread(self.provider.heal_links, target)
-        return FaultRecord("link", target, detail, started, time.monotonic() - begin,
-                           note=note, started_ns=started_ns)
-
-    def _restart(self, target: str) -> float:
-        started = time.monotonic()
-        self.control.start(target)
-        return time.monotonic() - started
+            await package.part.heal(target)
+        return FaultRecord(kind, target, done.detail, started, time.monotonic() - begin,
+                           note=done.note, started_ns=started_ns, figures=done.figures)
 
     # -- the run ------------------------------------------------------------------------
 
@@ -560,6 +469,7 @@ class _Run:
                 self.control = CommandControl(self.provider)
             else:
                 self.control = EngineControl(self.provider)
+        self.packages = {kind: PACKAGES[kind](self) for kind in self.kinds}
         try:
             for _ in range(cfg.replicas):
                 await self.spawn()
@@ -625,7 +535,7 @@ class _Run:
     def _judge(self) -> None:
         import json
 
-        from ..checker import check
+        from ..core.checker import check
 
         history = merge((read_ops(w.history), w.killed_ns) for w in self.workers)
         report = self.report
@@ -651,7 +561,7 @@ class _Run:
         keyed = bool(result.get("keyed", False))
         if keyed:
             history, result["live"] = relabel_keyed(history, result["live"])
-            from ..checker_keyed import check_keyed
+            from ..core.checker_keyed import check_keyed
 
             anomalies = check_keyed(history, recover=bool(result["recover"]),
                                     compact=bool(result["compact"]),
@@ -719,42 +629,3 @@ def _user_engines(cfg: NemesisConfig, provider: Any) -> list[str]:
                          "kills, so there is nothing to judge across crashes. Give it engines "
                          "from nomnesia.suite.engines.engine_url (docs/faults.md)")
     return asked
-
-
-def link_engines(provider: Any, engines: Sequence[str]) -> list[str]:
-    """The engines of ``engines`` whose links between members ``provider`` can delay or cut
-    (``link_faults``), asked without starting anything."""
-    ask = getattr(provider, "link_faults", None)
-    return [engine for engine in engines if callable(ask) and ask(engine)]
-
-
-def stack_kinds(kinds: Sequence[str], *, networked: bool, replicated: bool,
-                linked: bool = False) -> tuple[str, ...]:
-    """The fault kinds a run on this stack draws from.
-
-    ``pause``, ``kill`` and ``net`` need a networked engine (one behind a proxy),
-    ``failover`` a replicated one, ``link`` one whose links the provider can fault.
-    Every kind (the default, ``all``) means every kind that applies, so ``--kinds all``
-    keeps working on any stack and includes failovers where there are some; a kind named
-    explicitly that does not apply is an error, not a silent run without it.
-    """
-    applies = {"crash": True, "pause": networked, "kill": networked, "net": networked,
-               "failover": replicated, "link": linked}
-    if tuple(kinds) == KINDS:
-        return tuple(kind for kind in KINDS if applies[kind])
-    missing = [kind for kind in kinds if not applies.get(kind, False)]
-    if missing:
-        needs = {"failover": "a replicated engine (postgres-ha ...)",
-                 "link": "a replicated engine whose links the provider can delay or cut "
-                         "(redis-sentinel, valkey-sentinel, redis-cluster, postgres-ha; embedded "
-                         "engines)"}
-        raise ValueError("fault kinds that do not apply to this stack: " + ", ".join(
-            f"{kind} needs {needs.get(kind, 'a networked engine')}" for kind in missing))
-    return tuple(kinds)
-
-
-def kinds_of(text: str | Sequence[str]) -> tuple[str, ...]:
-    """``"crash,pause"`` -> ("crash", "pause"); ``all`` means every kind."""
-    items = text.split(",") if isinstance(text, str) else list(text)
-    kinds = tuple(k.strip() for k in items if k.strip())
-    return KINDS if kinds in ((), ("all",)) else kinds

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from redis import Redis
 from redis.exceptions import RedisError
 
-from nomnesia.adapters.resp import parse_sentinel_url
+from nomnesia.adapters.engines.urls import parse_sentinel_url
 
 __all__ = ["BOUND", "failover", "main"]
 

@@ -24,8 +24,9 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-from .. import engines
-from .._run import opened
+from nomnesia.adapters.engines import session as engines
+
+from ..core.recorder import opened
 
 __all__ = ["describe", "open_store", "probe_engines", "suite_factory"]
 
@@ -38,8 +39,8 @@ def suite_factory(store: str = "", interface: str = "") -> StoreFactory:
 
     import pytest
 
+    from ..core.factories import resolve_factory
     from ..interfaces import MissingLibrary, by_option, store_factory
-    from ..plugin import resolve_factory
 
     try:
         if store:

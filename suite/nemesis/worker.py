@@ -28,9 +28,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .._run import LoggedStore
-from ..history import History, Op
-from ..workload import DEFAULT_USERS, Mix, Workload, _Client, for_profile, quiesce
+from ..core.history import History, Op
+from ..core.recorder import LoggedStore
+from ..core.workload import DEFAULT_USERS, Mix, Workload, _Client, for_profile, quiesce
 
 __all__ = ["StreamedHistory", "WorkerConfig", "main"]
 

@@ -8,13 +8,13 @@ there is plain JSON for that reason.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Generator
 from typing import Any
 
 import pytest
 
 from ..contract import Guarantee
+from ..core.profiles import ITEM_PROFILE
 from .causes import cause, guarantee_of_text, violation_causes
 from .evidence import evidence
 from .labels import guarantee_key, ordered
@@ -33,7 +33,6 @@ EVIDENCE = "nomnesia_evidence"
 """user_properties key: the whole message, the anomalies' ops and the failing history."""
 MARK = "guarantee"
 """The one mark a suite test declares what it checks with (registered by plugin.py)."""
-_RUN = f"{__name__.rsplit('.', 2)[0]}._run"
 """The suite's machinery, looked up only if loaded: the report never imports it."""
 
 
@@ -125,8 +124,7 @@ def report_causes(report: pytest.TestReport) -> list[dict[str, Any]]:
 
 def _item_judged(item: pytest.Item) -> set[str] | None:
     """The guarantee keys the profile a test ran under is judged on (None: not known)."""
-    run = sys.modules.get(_RUN)
-    resolved = item.stash.get(run.ITEM_PROFILE, None) if run is not None else None
+    resolved = item.stash.get(ITEM_PROFILE, None)
     if resolved is None:
         return None
     return {guarantee_key(g) or "" for g in resolved.profile.judged}

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..contract import Guarantee
-from ..fresh import scrub
+from ..core.fresh import scrub
 from .labels import GUARANTEE_KEYS, failed_guarantees, guarantee_key
 
 __all__ = ["CAUSE_WIDTH", "cause", "cause_key", "group_causes", "guarantee_of_text", "normalise",

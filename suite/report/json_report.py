@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from ..core.settings import settings
 from .annotate import ANOMALIES, CAUSES, EVIDENCE, PROPERTY, Annotator
 from .causes import group_causes
 from .labels import FORMAT, NOT_APPLICABLE, failed_guarantees, ordered
@@ -39,7 +40,6 @@ __all__ = ["ADAPTER_INFO", "INTERFACE_INFO", "PROFILE_INFO", "JsonReporter", "ad
 
 PLUGIN_NAME = "nomnesia-json-report"
 ANNOTATOR_NAME = "nomnesia-json-annotator"
-_RUN = f"{__name__.rsplit('.', 2)[0]}._run"
 
 INTERFACE_INFO = pytest.StashKey["tuple[str, str]"]()
 """The interface option and factory of a run on a library's own object, from the plugin."""
@@ -123,8 +123,7 @@ def run_metadata(config: pytest.Config) -> dict[str, Any]:
     store = _option(config, "--store")
     seed = _option(config, "--nomnesia-seed")
     if seed is None:
-        seed = getattr(sys.modules.get(_RUN), "settings", None)
-        seed = getattr(seed, "seed", None) or os.environ.get("NOMNESIA_SEED")
+        seed = settings.seed or os.environ.get("NOMNESIA_SEED")
     engines, target = config.stash.get(ADAPTER_INFO, ([], None))
     workers = _option(config, "numprocesses")
     profile = config.stash.get(PROFILE_INFO, None)

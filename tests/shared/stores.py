@@ -63,7 +63,7 @@ async def langgraph_shared() -> AsyncIterator[Any]:
     that every test of the run (and every run) shares."""
     from langgraph.store.postgres import AsyncPostgresStore
 
-    from nomnesia.suite.engines import engine_url
+    from nomnesia.adapters.engines.session import engine_url
 
     async with AsyncPostgresStore.from_conn_string(engine_url("postgres")) as store:
         await store.setup()
@@ -77,7 +77,7 @@ async def langgraph_empty() -> AsyncIterator[Any]:
     import psycopg
     from langgraph.store.postgres import AsyncPostgresStore
 
-    from nomnesia.suite.engines import engine_url
+    from nomnesia.adapters.engines.session import engine_url
 
     url = engine_url("postgres")
     name = f"nm_{uuid.uuid4().hex[:16]}"

@@ -12,7 +12,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from nomnesia.adapters.engines.proxy import Proxy, ProxyLoop
+from .proxy import Proxy, ProxyLoop
+from .toxics import Toxic
 
 __all__ = ["PROXIED_ENGINES", "ProxiedProvider"]
 
@@ -57,7 +58,7 @@ class ProxiedProvider:
             raise ValueError(f"cannot proxy {name} URL without one host:port: {real}")
         with self._lock:
             if self._closed:
-                from nomnesia.suite.errors import BackendUnavailable
+                from nomnesia.suite.contract.errors import BackendUnavailable
 
                 raise BackendUnavailable(name, "the proxied provider is closed")
             proxy = self._proxies.get(name)
@@ -80,8 +81,9 @@ class ProxiedProvider:
         self.url(engine)
         return self._proxies[engine]
 
-    def set_mode(self, engine: str, mode: str, latency_ms: float = 0.0) -> None:
-        self.proxy(engine).set_mode(mode, latency_ms)
+    def set_toxic(self, engine: str, toxic: Toxic | None) -> None:
+        """Put ``toxic`` on the proxy in front of ``engine`` (None: let it pass)."""
+        self.proxy(engine).set_toxic(toxic)
 
     @property
     def proxies(self) -> dict[str, Proxy]:

@@ -181,7 +181,7 @@ class Capabilities:
     """
 
     failpoints: bool = False
-    """The store calls ``nomnesia.suite.failpoints.failpoint`` at named points."""
+    """The store calls ``nomnesia.suite.contract.failpoints.failpoint`` at named points."""
     failpoint_names: tuple[str, ...] = ()
     """The failpoints the store passes through, for sweeps. Append, compact and forget
     must each pass at least one: the suite fails a write none of them fires in."""

@@ -29,7 +29,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .contract import SUMMARY_ROLE, ConsistencyReport, Difference, Entry
+from ..contract import SUMMARY_ROLE, ConsistencyReport, Difference, Entry
 from .profiles import Resolved
 
 __all__ = ["NOMINAL_KEEP_LAST", "KeyedView", "UnreadableResult", "content_key", "view_of"]

@@ -44,7 +44,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from .contract import MAX_MESSAGE_ID, MAX_USER_ID, Entry, EntryLike
+from ..contract import MAX_MESSAGE_ID, MAX_USER_ID, Entry, EntryLike
 
 __all__ = ["RUN", "Namespace", "scrub"]
 

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ._run import LoggedStore, expect, settings, wait_until
-from .contract import (
+from ..contract import (
     G1,
     G2,
     G4,
@@ -34,6 +33,10 @@ from .contract import (
     ConsistencyReport,
     EntryLike,
 )
+from .loop import wait_until
+from .recorder import LoggedStore
+from .settings import settings
+from .violations import expect
 
 __all__ = ["Model", "UserModel", "check_hits", "check_user", "search_finds", "snapshot"]
 

@@ -7,7 +7,7 @@ place, is the cheapest way to keep that promise in every store.
 
 from __future__ import annotations
 
-from .contract import MAX_CONTENT, MAX_MESSAGE_ID, MAX_USER_ID, ROLES
+from . import MAX_CONTENT, MAX_MESSAGE_ID, MAX_USER_ID, ROLES
 
 __all__ = [
     "validate_append",

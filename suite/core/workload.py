@@ -6,7 +6,7 @@ retries, conflicting retries, reads of many limits, searches, compactions,
 forgets) at a few users whose ids are built to collide in careless stores
 (``ann`` is a prefix of ``anna``; quotes, ``*``, ``:``, ``%``, braces). Every
 call goes through a ``LoggedStore`` into one :class:`History` (each client is
-one Jepsen process); :func:`nomnesia.suite.checker.check` judges
+one Jepsen process); :func:`nomnesia.suite.core.checker.check` judges
 it afterwards, and a final quiescent phase adds ``recover()``, full reads and
 ``consistent_state`` (G11).
 
@@ -28,15 +28,15 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from ._checks import consistent
-from ._run import LoggedStore, opened
+from ..contract import Guarantee
 from .checker import Anomaly, check
 from .checker_keyed import check_keyed
-from .contract import Guarantee
+from .checks import consistent
 from .fresh import Namespace
 from .history import History
-from .interfaces._base import InterfaceMismatch
 from .profiles import Resolved
+from .recorder import LoggedStore, opened
+from .violations import UsageMistake
 
 __all__ = ["DEFAULT_USERS", "During", "Mix", "Outcome", "Workload", "for_profile", "quiesce",
            "resolve_rounds", "resolve_seed", "run", "run_rounds"]
@@ -185,7 +185,7 @@ class _Client:
         """Run one call (``self.store`` records it); ``fail``/``info`` are outcomes here."""
         try:
             await make()
-        except InterfaceMismatch:
+        except UsageMistake:
             raise  # a usage error: no call reached the store
         except (ValueError, TypeError):
             return "fail"

@@ -52,8 +52,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, pairwise
 
+from ..contract import SUMMARY_ROLE, Guarantee
 from .checker import Anomaly, shrink
-from .contract import SUMMARY_ROLE, Guarantee
 from .history import UNBOUNDED, Call, History, Op, Rec, pair
 from .view import content_key
 

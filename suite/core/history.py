@@ -28,7 +28,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
 
-from .contract import ConsistencyReport, EntryLike
+from ..contract import ConsistencyReport, EntryLike
 
 __all__ = ["FUNCTIONS", "TYPES", "UNBOUNDED", "Call", "History", "Op", "Rec", "call_text",
            "describe", "method", "pair", "rec", "short_id",

@@ -4,7 +4,7 @@ Cancellation at an await (``test_interruption``) cannot make a write that the
 engine applied while the client never heard back; only a fault on the wire or in
 the engine can. :class:`Faults` is a ``workload.During``: while the seeded clients
 of ``workload.run`` call the store, it starts one fault at a time on one engine
-(through a composed nemesis, ``nemesis/parts.py``), holds it until calls have run
+(through a composed nemesis of fault parts, ``base.py``), holds it until calls have run
 into it (or a bound passes), heals it, and waits for acknowledged calls again
 before the next one. Each fault is a ``note`` in the history and a :class:`Window`
 here, so a failure can say which fault was active during the calls that prove it.
@@ -33,14 +33,20 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from ._run import LoggedStore, settings
-from .checker import Anomaly
-from .contract import Guarantee
-from .history import History, Op
+from nomnesia.adapters.engines import EmbeddedProvider, EngineControl
 
-__all__ = ["ACK_BOUND", "FaultSource", "Faults", "Window", "active_during"]
+from ..contract import Guarantee
+from ..core.checker import Anomaly
+from ..core.history import History, Op
+from ..core.recorder import LoggedStore
+from ..core.settings import settings
+from .base import FaultPart, Nemesis
+from .process import PausePart
+from .wire import WirePart
+
+__all__ = ["ACK_BOUND", "Faults", "Window", "active_during", "session_nemesis"]
 
 _HIT = {"lost-reply": 3, "refuse": 3, "latency": 10}
 """Calls that must complete after a fault began before it is healed (or its bound passes)."""
@@ -56,18 +62,6 @@ _ACKED_BETWEEN = 5
 ACK_BOUND = 3.0
 """Seconds to wait for them; a store still failing then meets the next fault anyway, and
 ``answers_again`` judges it at the end."""
-
-
-class FaultSource(Protocol):
-    """What ``Faults`` needs of a nemesis (``nemesis.parts.Nemesis``)."""
-
-    def faults_for(self, engine: str) -> list[str]: ...
-
-    def start(self, f: str, engine: str, rng: random.Random) -> str: ...
-
-    def heal(self, engines: Sequence[str]) -> None: ...
-
-    def hits(self, f: str, engine: str) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -91,7 +85,7 @@ class Window:
 class Faults:
     """Faults on ``engine`` beside the load, ``count`` of them, drawn from ``rng``."""
 
-    nemesis: FaultSource
+    nemesis: Nemesis
     engine: str
     rng: random.Random
     count: int = 12
@@ -124,7 +118,7 @@ class Faults:
                 f = self.rng.choices(kinds, [_WEIGHT.get(k, 1) for k in kinds])[0]
                 await self._one(log, f, load)
         finally:
-            await asyncio.to_thread(self.nemesis.heal, [self.engine])
+            await self.nemesis.heal([self.engine])
             stop.set()
         await load
         return await self.answers_again(store, workload)
@@ -132,7 +126,7 @@ class Faults:
     async def _one(self, log: History, f: str, load: asyncio.Future[Any]) -> None:
         mark = len(log)
         before = self.nemesis.hits(f, self.engine)
-        what = await asyncio.to_thread(self.nemesis.start, f, self.engine, self.rng)
+        what = (await self.nemesis.start(f, self.engine, self.rng)).what
         started = time.monotonic_ns()
         log.note(f"fault: {what} on {self.engine}")
 
@@ -146,7 +140,7 @@ class Faults:
                 await _until(log, mark, _HIT.get(f), _BOUND.get(f, 0.3), load,
                              hit=None if before is None else lambda: hit() > 0)
         finally:
-            await asyncio.to_thread(self.nemesis.heal, [self.engine])
+            await self.nemesis.heal([self.engine])
             ended = time.monotonic_ns()
             effect = "" if before is None else _effect(f, hit())
             log.note(f"healed: {what} on {self.engine}" + (f" ({effect})" if effect else ""))
@@ -243,3 +237,13 @@ def active_during(anomaly: Anomaly, windows: Sequence[Window], t0_ns: int) -> st
     more = f" (and {len(windows) - 6} more)" if len(windows) > 6 else ""
     lead = "no fault was active during these calls; " if times else ""
     return f"{lead}faults of this round: {shown}{more}"
+
+
+def session_nemesis(scope: Any, provider: Any) -> Nemesis:
+    """The nemesis for one faulted scope of the engine session: wire faults on its proxies,
+    pauses where the provider is the embedded one (it alone knows its engines' processes)."""
+    parts: list[FaultPart] = [WirePart(scope.engines)]
+    pausable = sorted(scope.provided)
+    if pausable and isinstance(provider, EmbeddedProvider):
+        parts.append(PausePart(EngineControl(provider), pausable))
+    return Nemesis(parts)

@@ -1,6 +1,6 @@
 """A history checker for memory stores, in the manner of Jepsen's checkers and Elle.
 
-Given a recorded :class:`~nomnesia.suite.history.History`, ``check`` looks for
+Given a recorded :class:`~nomnesia.suite.core.history.History`, ``check`` looks for
 histories that no legal execution of SPEC.md could have produced, per user:
 acknowledged appends lost or counted twice, phantoms, reads that disagree on
 the order or break real time, half-finished compactions, leaks between users,
@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, pairwise
 
-from .contract import SUMMARY_ROLE, Guarantee
+from ..contract import SUMMARY_ROLE, Guarantee
 from .history import UNBOUNDED, Call, History, Op, Rec, pair, short_id
 
 __all__ = ["Anomaly", "check", "shrink"]

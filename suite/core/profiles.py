@@ -23,11 +23,30 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11, G12, INPUTS, Guarantee
+import pytest
 
-__all__ = ["FEATURES", "FULL", "HISTORY", "MEMORY", "METHODS", "NOT_APPLICABLE", "PROFILES",
-           "SEED", "Profile", "ProfileError", "Resolved", "by_name", "features_of",
-           "not_applicable", "resolve", "static_full"]
+from ..contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11, G12, INPUTS, Guarantee
+
+__all__ = [
+    "FEATURES",
+    "FULL",
+    "HISTORY",
+    "ITEM_PROFILE",
+    "MEMORY",
+    "METHODS",
+    "NOT_APPLICABLE",
+    "PROFILES",
+    "SEED",
+    "SESSION_PROFILE",
+    "Profile",
+    "ProfileError",
+    "Resolved",
+    "by_name",
+    "features_of",
+    "not_applicable",
+    "resolve",
+    "static_full",
+]
 
 METHODS: tuple[str, ...] = ("append_message", "get_history", "search", "compact", "forget",
                             "consistent_state", "recover", "aclose")
@@ -225,3 +244,11 @@ def not_applicable(resolved: Resolved, lacking: Iterable[str],
 
 NOT_APPLICABLE = "not applicable"
 """How a not-applicable test's skip reason starts: reports tell it from a skip by that."""
+
+
+SESSION_PROFILE = pytest.StashKey[Resolved]()
+"""The profile of the run's store (``--store``, ``--adapter``, an interface option), found
+once by the plugin; a subclass that overrides ``store`` is probed on its own."""
+ITEM_PROFILE = pytest.StashKey[Resolved]()
+"""The profile a suite test ran under: the JSON report credits it only with what that
+profile judges."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 
-from .contract import MAX_CONTENT, MAX_MESSAGE_ID, MAX_USER_ID
+from ..contract import MAX_CONTENT, MAX_MESSAGE_ID, MAX_USER_ID
 
 __all__ = [
     "ADVERSARIAL_CONTENTS",

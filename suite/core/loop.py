@@ -1,0 +1,133 @@
+"""The runner: a test body on a fresh event loop under an overall timeout, and bounded polls.
+
+A fresh loop per test means no state (locks, pools, tasks) leaks between tests through
+the loop, whatever the caller's asyncio plugin, mode or loop scope; a store that hangs
+fails with a G12 message naming what was in flight instead of hanging the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, TypeVar
+
+from nomnesia.suite.contract import Guarantee
+
+from .history import History, call_text
+from .settings import settings
+from .violations import GuaranteeViolation, active_logs, store_error
+
+__all__ = ["in_flight", "run_async", "suite_test", "wait_until"]
+
+T = TypeVar("T")
+
+
+async def wait_until(probe: Callable[[], Awaitable[T]], done: Callable[[T], bool], *,
+                     within: float, interval: float = 0.005) -> tuple[T, float]:
+    """Poll ``probe`` until ``done(result)`` or ``within`` seconds pass; never a fixed sleep.
+
+    Returns the last result and the seconds it took, so tests can report how
+    long an eventually-consistent read took to converge. Always probes at least
+    once, and once more after the deadline, so ``within=0`` means "now".
+    """
+    start = time.monotonic()
+    deadline = start + within
+    while True:
+        result = await probe()
+        if done(result) or time.monotonic() >= deadline:
+            return result, time.monotonic() - start
+        await asyncio.sleep(min(interval, max(0.0, deadline - time.monotonic())))
+        interval = min(interval * 2, 0.1)
+
+
+# --------------------------------------------------------------------------- running
+
+
+_GRACE = 2.0  # seconds a cancelled test body gets to unwind
+
+
+def in_flight(logs: Sequence[History]) -> str:
+    """The calls still running in ``logs``, with how long each has run ("" if none)."""
+    now = time.monotonic_ns()
+    pending = sorted((op for log in logs for op in log.in_flight()), key=lambda op: op.time)
+    return "; ".join(f"{call_text(op)} (for {(now - op.time) / 1e9:.1f}s)" for op in pending)
+
+
+def run_async(coro: Coroutine[Any, Any, T], *, timeout: float | None = None,
+              what: str = "the test") -> T:
+    """Run ``coro`` on a fresh event loop; past ``timeout`` fail with G12 (never hang).
+
+    A fresh loop per test means no state (locks, pools, tasks) leaks between
+    tests through the loop, whatever the caller's asyncio configuration is.
+    """
+    limit = settings.timeout if timeout is None else timeout
+    logs: list[History] = []
+    loop = asyncio.new_event_loop()
+    context = contextvars.copy_context()
+    context.run(active_logs.set, logs)
+    try:
+        asyncio.set_event_loop(loop)
+        # Created inside ``context`` so that every History the body records registers in ``logs``.
+        task = context.run(loop.create_task, coro)
+        loop.run_until_complete(asyncio.wait({task}, timeout=limit))
+        if not task.done():
+            pending = in_flight(logs)
+            where = f"in flight: {pending}" if pending else "no store operation was in flight"
+            task.cancel()
+            loop.run_until_complete(asyncio.wait({task}, timeout=_GRACE))
+            stuck = "" if task.done() else f"; it ignored cancellation for {_GRACE:g}s"
+            log = logs[-1] if logs else None
+            raise GuaranteeViolation(
+                Guarantee.ERRORS, f"{what} did not finish within {limit:g}s: {where}{stuck}. "
+                "A store must raise within a bounded time, never hang", log)
+        error = None if task.cancelled() else task.exception()
+        if isinstance(error, Exception) and not isinstance(error, GuaranteeViolation):
+            violation = store_error(error, logs)
+            if violation is not None:
+                raise violation from error
+        return task.result()
+    finally:
+        try:
+            _cancel_leftovers(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
+
+
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
+    leftovers = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for t in leftovers:
+        t.cancel()
+    if leftovers:
+        loop.run_until_complete(asyncio.wait(leftovers, timeout=_GRACE))
+    for t in leftovers:
+        if t.done() and not t.cancelled():
+            t.exception()  # consumed: a store's background error is not this test's failure
+
+
+def suite_test(fn: Callable[..., Coroutine[Any, Any, None]] | None = None, *,
+               timeout: float | None = None) -> Any:
+    """Make ``async def test_x(self, store, ...)`` a sync test run on a fresh loop.
+
+    The signature is kept (pytest reads fixtures through ``__wrapped__``) and
+    the wrapper is not a coroutine function, so no asyncio plugin touches it.
+    ``timeout`` overrides ``--nomnesia-timeout`` for this test.
+    """
+
+    def wrap(body: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
+        if not inspect.iscoroutinefunction(body):
+            raise TypeError(f"suite_test needs an async def, got {body!r}")
+
+        @functools.wraps(body)
+        def test(*args: Any, **kwargs: Any) -> None:
+            __tracebackhide__ = True
+            run_async(body(*args, **kwargs), timeout=timeout, what=body.__name__)
+
+        return test
+
+    return wrap if fn is None else wrap(fn)

@@ -1,0 +1,33 @@
+"""Run-wide knobs of the suite, set once by the plugin from the command line.
+
+One object, read where a bound or a seed is needed; a project that subclasses the suite
+without the plugin gets these defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Settings", "settings"]
+
+
+@dataclass
+class Settings:
+    """Run-wide knobs, set by the plugin from the command line (defaults for subclass use)."""
+
+    timeout: float = 120.0
+    """Seconds a whole test may take before it fails with G12."""
+    op_timeout: float = 30.0
+    """Seconds one store operation may take where a test checks liveness (locks left held)."""
+    seed: int = 0
+    """The run's seed (``--nomnesia-seed``); randomised tests derive theirs from it."""
+    anomalies: int | None = 3
+    """Anomalies a concurrency failure prints (``--nomnesia-anomalies``); None: all of them."""
+    profile: str | None = None
+    """The profile the run holds every store to (``--nomnesia-profile``); None: detect it."""
+    eventually: float = 2.0
+    """Seconds the suite polls ``consistent_state`` of a store that declares no staleness
+    bound (the seed profile), as the seed's ``assert_eventually`` does."""
+
+
+settings = Settings()
