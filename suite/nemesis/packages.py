@@ -11,7 +11,7 @@ engine, ``link`` one whose links the provider can delay or cut.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -22,8 +22,8 @@ from ..faults.wire import WirePart
 from .crash import CrashPart, Workers
 from .failover import detach_standby
 
-__all__ = ["KINDS", "NET_FAULTS", "PACKAGES", "Package", "Run", "kinds_of", "link_engines",
-           "stack_kinds"]
+__all__ = ["KINDS", "NET_FAULTS", "PACKAGES", "Package", "Run", "durable_kills", "kinds_of",
+           "link_engines", "process_kinds", "stack_kinds"]
 
 KINDS: tuple[str, ...] = ("crash", "pause", "kill", "net", "failover", "link")
 NET_FAULTS: tuple[str, ...] = ("latency", "refuse", "stall", "lost-reply")
@@ -158,3 +158,48 @@ def kinds_of(text: str | Sequence[str]) -> tuple[str, ...]:
     items = text.split(",") if isinstance(text, str) else list(text)
     kinds = tuple(k.strip() for k in items if k.strip())
     return KINDS if kinds in ((), ("all",)) else kinds
+
+
+def process_kinds(kinds: Sequence[str], asked: Sequence[str], provider: Any,
+                  commands: Mapping[str, str]) -> tuple[str, ...]:
+    """``kinds`` less pause and kill where nothing can cause them.
+
+    Both hit processes: the nemesis's own (embedded engines) or the user's commands (one
+    control for both: the user's commands once any is given). Where neither can, ``all``
+    (``asked`` is every kind) leaves them out, and naming them is an error, as for any kind
+    that does not apply.
+    """
+    from nomnesia.adapters.engines import EmbeddedProvider
+
+    own = isinstance(getattr(provider, "inner", provider), EmbeddedProvider) \
+        and not commands.keys() & {"pause", "kill"}
+    missing = [kind for kind in ("pause", "kill") if kind in kinds
+               and kind not in commands and not own]
+    if not missing:
+        return tuple(kinds)
+    if tuple(asked) == KINDS:
+        return tuple(k for k in kinds if k not in missing)
+    raise ValueError(f"{' and '.join(missing)} need engines the nemesis started, or "
+                     "your commands for them on your deployment (--fault-command "
+                     "pause=... resume=..., kill=... restart=...; docs/faults.md)")
+
+
+def durable_kills(kinds: Sequence[str], asked: Sequence[str], targets: Sequence[str],
+                  wanted: Sequence[str] | None, durable_postgres: bool,
+                  engines: Sequence[str]) -> tuple[tuple[str, ...], list[str] | None]:
+    """The kinds and kill targets of a user's store: kills only where a restart loses nothing.
+
+    A user's store may keep its only copy in an engine the nemesis runs without durability
+    (the embedded Redis: no AOF, no RDB), so a kill there would lose what the engine itself
+    acknowledged and fail the store for the suite's setting (SPEC "Faults"). Kills go only
+    to PostgreSQL, run with synchronous_commit on.
+    """
+    durable = [e for e in targets if e == "postgres" and durable_postgres]
+    chosen = [e for e in durable if wanted is None or e in wanted]
+    if chosen:
+        return tuple(kinds), chosen
+    if tuple(asked) == KINDS:
+        return tuple(k for k in kinds if k != "kill"), None if wanted is None else list(wanted)
+    raise ValueError("kill needs an engine the nemesis restarts without loss "
+                     "(postgres with synchronous_commit on); this store asked for "
+                     + ", ".join(engines))

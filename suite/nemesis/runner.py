@@ -47,8 +47,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,25 +56,26 @@ from nomnesia.adapters.engines import launcher
 from nomnesia.adapters.engines.proxied import PROXIED_ENGINES, ProxiedProvider
 from nomnesia.adapters.stacks import drop_kept_namespace
 
-from ..core.history import Op
+from .config import NemesisConfig
 from .failover import (
-    FAILOVER_SHARE,
-    FREEZE_SHARE,
     failover_engines,
     fault_schedule,
     map_engines,
 )
-from .packages import KINDS, NET_FAULTS, PACKAGES, Package, kinds_of, link_engines, stack_kinds
-from .report import (
-    FaultRecord,
-    NemesisReport,
-    account,
-    attribute,
-    latency_series,
-    merge,
-    relabel_keyed,
+from .judge import judge
+from .packages import (
+    KINDS,
+    NET_FAULTS,
+    PACKAGES,
+    Package,
+    durable_kills,
+    kinds_of,
+    link_engines,
+    process_kinds,
+    stack_kinds,
 )
-from .worker import WorkerConfig, read_ops
+from .report import FaultRecord, NemesisReport
+from .worker import Tail, WorkerConfig
 
 __all__ = ["KINDS", "NET_FAULTS", "NemesisConfig", "kinds_of", "run_nemesis", "stack_kinds"]
 
@@ -83,117 +84,11 @@ ANSWER_BOUND = 30.0
 
 
 @dataclass
-class NemesisConfig:
-    adapter: str = "pgvector"
-    faults: int = 200
-    kinds: tuple[str, ...] = KINDS
-    seed: int = 0
-    timeout: float = 1.0
-    """The store's backend timeout (SPEC G12)."""
-    hold: tuple[float, float] = (0.1, 1.5)
-    """Range of seconds an engine or network fault lasts."""
-    load_between: int = 10
-    """Acknowledged calls the worker must make between two faults (the load)."""
-    clients: int = 3
-    pace: float = 0.002
-    backends: str = "embedded"
-    """Where the engines come from when the nemesis makes its own provider: ``embedded``
-    (it starts them), or ``external`` (your servers, ``NOMNESIA_*_URL``)."""
-    commands: Mapping[str, str] = field(default_factory=dict)
-    """The user's commands for faults the nemesis cannot cause on their deployment
-    (``commands.py``: failover, pause/resume, kill/restart)."""
-    durable_postgres: bool = True
-    """Run PostgreSQL with synchronous_commit=on, as production does (the embedded
-    default is off, and a killed server then loses acknowledged commits)."""
-    store_options: dict[str, Any] = field(default_factory=dict)
-    targets: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    """Engines each fault kind may hit (``{"kill": ("postgres",)}``); default: every
-    networked engine of the stack."""
-    store_factory: str = ""
-    """``module:callable`` opening the store instead of the registry (tests of broken stores)."""
-    replicas: int = 1
-    """Load workers running at once on the namespace; above 1 their stores get ``shared=True``
-    (unless ``store_options`` says otherwise)."""
-    failover_share: float = FAILOVER_SHARE
-    """Share of the faults that are failovers when ``failover`` is among other kinds
-    (``failover.fault_schedule``)."""
-    freeze_share: float = FREEZE_SHARE
-    """Share of the failovers that freeze the primary (``provider.failover(engine,
-    freeze=True)``: SIGSTOP past the failure detection, thawed once a replica is
-    promoted, so two primaries run for a while) instead of killing it; each drawn
-    with the seeded generator."""
-    engine_map: dict[str, str] = field(default_factory=dict)
-    """Engine kinds substituted in the stack (``{"postgres-ha": "postgres-ha-async"}``),
-    passed to the stack opener as ``engine_map``; the runner starts and faults the
-    substitutes."""
-    lag: float = 0.0
-    """Before each failover, cut the standby off from the primary and keep the load going
-    this many seconds (``failover.detach_standby``): what the primary acknowledges
-    meanwhile is on it alone. The positive control of an asynchronous pair; 0: none."""
-    cascade: bool = False
-    """A failover fails every replicated engine of the stack over, the drawn one first,
-    as losing a zone takes every primary in it. In the asynchronous pair's control, the
-    Sentinel log's failover that follows makes the store rebuild its log from the archive
-    (``recover()``), so what the archive lost is gone from every read and the report
-    names it lost (G1), where the log alone would still have served it."""
-    mix: dict[str, float] = field(default_factory=dict)
-    """Fields of the workers' workload :class:`~nomnesia.suite.core.workload.Mix` to change.
-    ``{"forget": 0.0}`` for the asynchronous pair's control: a forget that may have taken
-    effect after an append excuses its loss (``report.account``), and at the default 2 %
-    forgets every user is forgotten within a second or two, so the losses a failover
-    causes would show only in the checker's anomalies, not as lost appends with ids."""
-    log: Callable[[str], None] = print
-    store: str = ""
-    """A user's store, ``MODULE:FACTORY`` as ``--store`` takes it, instead of ``adapter``: its
-    engines are the kinds it asks ``engine_url`` for when opened (``user_store.py``)."""
-    interface: str = ""
-    """Or an interface option with its factory: ``--openai-session=MODULE:FACTORY``."""
-
-    @property
-    def user(self) -> bool:
-        """Whether the store is a user's (``store`` or ``interface``), not a registry stack."""
-        return bool(self.store or self.interface)
-
-
-class _Tail:
-    """Incremental reader of a worker's history file: ok completions and their invokes."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._offset = 0
-        self._partial = b""
-        self.pending: dict[int, Op] = {}
-        self.oks: list[tuple[int, int]] = []  # (invoke time, ok time)
-
-    def poll(self) -> None:
-        try:
-            with open(self.path, "rb") as handle:
-                handle.seek(self._offset)
-                data = handle.read()
-        except FileNotFoundError:
-            return
-        self._offset += len(data)
-        data = self._partial + data
-        lines = data.split(b"\n")
-        self._partial = lines.pop()
-        import json
-
-        for line in lines:
-            op = Op.from_json(json.loads(line))
-            if op.type == "invoke":
-                self.pending[op.process] = op
-            else:
-                inv = self.pending.pop(op.process, None)
-                if inv is not None and op.type == "ok":
-                    self.oks.append((inv.time, op.time))
-
-
-@dataclass
 class _Worker:
     generation: int
     history: str
     proc: asyncio.subprocess.Process
-    tail: _Tail
+    tail: Tail
     killed_ns: int | None = None
 
 
@@ -225,11 +120,13 @@ class _Run:
         self.cascade = list(self.replicated) if cfg.cascade else []  # whatever the targets
         self.kinds = stack_kinds(cfg.kinds, networked=bool(self.targets),
                                  replicated=bool(self.replicated), linked=bool(self.linked))
-        self._engine_faults(cfg)
+        self.kinds = process_kinds(self.kinds, cfg.kinds, provider, cfg.commands)
         wanted_kills = cfg.targets.get("kill")
         self.kill_targets: list[str] | None = list(wanted_kills) if wanted_kills else None
         if cfg.user and "kill" in self.kinds and "kill" not in cfg.commands:
-            self._durable_kills()
+            self.kinds, self.kill_targets = durable_kills(
+                self.kinds, cfg.kinds, self.targets, self.kill_targets, cfg.durable_postgres,
+                self.engines)
         if "failover" in self.kinds and (wanted := cfg.targets.get("failover")) is not None:
             self.replicated = [e for e in self.replicated if e in wanted]
             if not self.replicated:
@@ -262,44 +159,6 @@ class _Run:
         self.urls: dict[str, str] = {}
         self.real: dict[str, str] = {}
         self.load_end_ns: int | None = None
-
-    def _engine_faults(self, cfg: NemesisConfig) -> None:
-        """Pause and kill hit processes: the nemesis's own (embedded engines) or through the
-        user's commands. Where neither can, ``all`` leaves them out and naming them is an
-        error, as for any kind that does not apply."""
-        from nomnesia.adapters.engines import EmbeddedProvider
-
-        commands = cfg.commands
-        # one control for both: the user's commands once any is given, else the nemesis's
-        own = isinstance(getattr(self.provider, "inner", self.provider), EmbeddedProvider) \
-            and not commands.keys() & {"pause", "kill"}
-        missing = [kind for kind in ("pause", "kill") if kind in self.kinds
-                   and kind not in commands and not own]
-        if not missing:
-            return
-        if tuple(cfg.kinds) == KINDS:
-            self.kinds = tuple(k for k in self.kinds if k not in missing)
-            return
-        raise ValueError(f"{' and '.join(missing)} need engines the nemesis started, or "
-                         "your commands for them on your deployment (--fault-command "
-                         "pause=... resume=..., kill=... restart=...; docs/faults.md)")
-
-    def _durable_kills(self) -> None:
-        """A user's store may keep its only copy in an engine the nemesis runs without
-        durability (the embedded Redis: no AOF, no RDB), so a kill there would lose what
-        the engine itself acknowledged and fail the store for the suite's setting (SPEC
-        "Faults"). Kills go only to PostgreSQL, run with synchronous_commit on."""
-        durable = [e for e in self.targets if e == "postgres" and self.cfg.durable_postgres]
-        wanted = self.kill_targets
-        chosen = [e for e in durable if wanted is None or e in wanted]
-        if chosen:
-            self.kill_targets = chosen
-        elif tuple(self.cfg.kinds) == KINDS:
-            self.kinds = tuple(k for k in self.kinds if k != "kill")
-        else:
-            raise ValueError("kill needs an engine the nemesis restarts without loss "
-                             "(postgres with synchronous_commit on); this store asked for "
-                             + ", ".join(self.engines))
 
     def _label(self) -> str:
         """The run's name in file names: the adapter, or the user's factory."""
@@ -363,7 +222,7 @@ class _Run:
                 *argv, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT)
         finally:
             log.close()
-        return _Worker(generation, config.history, proc, _Tail(config.history))
+        return _Worker(generation, config.history, proc, Tail(config.history))
 
     async def kill_worker(self, worker: _Worker | None = None) -> int:
         """SIGKILL ``worker``, by default a live load worker chosen by the seeded rng."""
@@ -533,50 +392,11 @@ class _Run:
             self.report.errors.append(f"{failure}:\n{self._worker_log(worker, 60)}")
 
     def _judge(self) -> None:
-        import json
-
-        from ..core.checker import check
-
-        history = merge((read_ops(w.history), w.killed_ns) for w in self.workers)
-        report = self.report
-        report.workers = len(self.workers)
-        report.history_ops = len(history)
-        outcomes: dict[str, int] = {}
-        calls: dict[str, int] = {}
-        for op in history:
-            if op.type != "invoke":
-                outcomes[op.type] = outcomes.get(op.type, 0) + 1
-                calls[f"{op.f}:{op.type}"] = calls.get(f"{op.f}:{op.type}", 0) + 1
-        report.operations = {k: outcomes.get(k, 0) for k in ("ok", "fail", "info")}
-        report.operations_by_call = dict(sorted(calls.items()))
-        report.baseline = attribute(history, report.faults,
-                                    self.load_end_ns or time.monotonic_ns())
-        report.latency = latency_series(history, round(self.t0 * 1e9))
-        result_path = self.workdir / "final.json"
-        if not result_path.exists():
-            report.errors.append("no final state: the final worker wrote no result")
-            return
-        result = json.loads(result_path.read_text(encoding="utf-8"))
-        started = time.monotonic()
-        keyed = bool(result.get("keyed", False))
-        if keyed:
-            history, result["live"] = relabel_keyed(history, result["live"])
-            from ..core.checker_keyed import check_keyed
-
-            anomalies = check_keyed(history, recover=bool(result["recover"]),
-                                    compact=bool(result["compact"]),
-                                    search_staleness=float(result["search_staleness"]))
-        else:
-            anomalies = check(history, keep_last=int(result["keep_last"]),
-                              search_staleness=float(result["search_staleness"]))
-        report.check_seconds = time.monotonic() - started
-        report.anomalies = [str(a) for a in anomalies] + list(result["g11"])
-        report.acknowledged_appends, report.lost, report.duplicates = account(
-            history, result["live"], keyed=keyed)
-        report.seconds = time.monotonic() - self.t0
-        if os.environ.get("NOMNESIA_NEMESIS_KEEP"):
-            (Path(os.environ["NOMNESIA_NEMESIS_KEEP"]) / f"{self._label()}-history.json"
-             ).write_text(history.dumps(), encoding="utf-8")
+        keep = os.environ.get("NOMNESIA_NEMESIS_KEEP")
+        judge(self.report, [(w.history, w.killed_ns) for w in self.workers],
+              load_end_ns=self.load_end_ns or time.monotonic_ns(), t0=self.t0,
+              result_path=self.workdir / "final.json",
+              keep=Path(keep) / f"{self._label()}-history.json" if keep else None)
 
 
 def _synchronous_commit(url: str) -> None:

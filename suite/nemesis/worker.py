@@ -32,7 +32,7 @@ from ..core.history import History, Op
 from ..core.recorder import LoggedStore
 from ..core.workload import DEFAULT_USERS, Mix, Workload, _Client, for_profile, quiesce
 
-__all__ = ["StreamedHistory", "WorkerConfig", "main"]
+__all__ = ["StreamedHistory", "Tail", "WorkerConfig", "main"]
 
 RECOVER_PID = 99
 """Process number (within a generation) of the worker's own recover() calls."""
@@ -271,3 +271,34 @@ def main(argv: Iterable[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+class Tail:
+    """Incremental reader of a worker's history file: ok completions and their invokes."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._offset = 0
+        self._partial = b""
+        self.pending: dict[int, Op] = {}
+        self.oks: list[tuple[int, int]] = []  # (invoke time, ok time)
+
+    def poll(self) -> None:
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return
+        self._offset += len(data)
+        data = self._partial + data
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            op = Op.from_json(json.loads(line))
+            if op.type == "invoke":
+                self.pending[op.process] = op
+            else:
+                inv = self.pending.pop(op.process, None)
+                if inv is not None and op.type == "ok":
+                    self.oks.append((inv.time, op.time))
