@@ -124,7 +124,7 @@ def test_proxy_resets(proxied: ProxiedProvider) -> None:
         client.close()
 
 
-def test_proxy_blackholes(proxied: ProxiedProvider, direct: redis.Redis) -> None:
+def test_proxy_stalls(proxied: ProxiedProvider, direct: redis.Redis) -> None:
     client = _client(proxied)
     try:
         client.ping()
@@ -243,7 +243,7 @@ ENGINES = ["postgres", "redis"]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-async def test_a_blackholed_engine_fails_calls_in_bounded_time(
+async def test_a_stalled_engine_fails_calls_in_bounded_time(
         store_and_faults: tuple[Any, ProxiedProvider, EngineControl], engine: str) -> None:
     store, proxied, _ = store_and_faults
     proxied.set_toxic(engine, make("stall"))

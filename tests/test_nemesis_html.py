@@ -25,7 +25,7 @@ S = 1_000_000_000
 
 def _report() -> NemesisReport:
     faults = [
-        FaultRecord("net", "postgres", "blackhole", started=2.0, held=1.5,
+        FaultRecord("net", "postgres", "stall", started=2.0, held=1.5,
                     recovered_after=0.4, attempted=20, answered=15),
         FaultRecord("crash", "", "<script>alert(1)</script>", started=5.0, held=0.8,
                     recovered_after=None, attempted=10, answered=10),
@@ -40,9 +40,9 @@ def _report() -> NemesisReport:
 def test_page_shades_one_band_per_fault_with_its_label() -> None:
     page = render(_report())
     bands = re.findall(r'<g class="band (\w+)" data-label="([^"]*)">', page)
-    assert bands == [("net", "net:postgres:blackhole"),
+    assert bands == [("net", "net:postgres:stall"),
                      ("crash", "crash::&lt;script&gt;alert(1)&lt;/script&gt;")]
-    assert ">net:postgres:blackhole</text>" in page
+    assert ">net:postgres:stall</text>" in page
 
 
 def test_page_draws_points_of_each_outcome_and_the_availability_bars() -> None:

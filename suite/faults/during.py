@@ -36,6 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nomnesia.adapters.engines import EmbeddedProvider, EngineControl
+from nomnesia.adapters.engines.toxics.latency import Latency
+from nomnesia.adapters.engines.toxics.lost_reply import LostReply
+from nomnesia.adapters.engines.toxics.refuse import Refuse
+from nomnesia.adapters.engines.toxics.stall import Stall
 
 from ..contract import Guarantee
 from ..core.checker import Anomaly
@@ -48,13 +52,13 @@ from .wire import WirePart
 
 __all__ = ["ACK_BOUND", "Faults", "Window", "active_during", "session_nemesis"]
 
-_HIT = {"lost-reply": 3, "refuse": 3, "latency": 10}
+_HIT = {LostReply.name: 3, Refuse.name: 3, Latency.name: 10}
 """Calls that must complete after a fault began before it is healed (or its bound passes)."""
-_BOUND = {"lost-reply": 0.5, "refuse": 0.3, "latency": 0.5, "pause": 0.3}
+_BOUND = {LostReply.name: 0.5, Refuse.name: 0.3, Latency.name: 0.5, PausePart.fs[0]: 0.3}
 """Seconds a fault is held at most (a stall: see ``Faults.stall_hold``)."""
-_EFFECT = {"lost-reply": ("reply lost", "replies lost")}
+_EFFECT = {LostReply.name: ("reply lost", "replies lost")}
 """How a fault's ``hits`` read in its window and the history (faults the nemesis counts)."""
-_WEIGHT = {"lost-reply": 3}
+_WEIGHT = {LostReply.name: 3}
 """How often each fault is drawn, relative to 1: a reply lost after the write landed is
 the fault only the wire can cause, and the one a retrying client turns into a duplicate."""
 _ACKED_BETWEEN = 5
@@ -134,7 +138,7 @@ class Faults:
             return (self.nemesis.hits(f, self.engine) or 0) - (before or 0)
 
         try:
-            if f == "stall":
+            if f == Stall.name:
                 await _until(log, mark, None, self.stall_hold, load)
             else:
                 await _until(log, mark, _HIT.get(f), _BOUND.get(f, 0.3), load,

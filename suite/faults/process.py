@@ -44,12 +44,12 @@ class PausePart:
         self.paused: set[str] = set()
 
     def applies(self, f: str, target: str) -> bool:
-        return f == "pause" and target in self.engines
+        return f in self.fs and target in self.engines
 
     async def start(self, f: str, target: str, rng: random.Random) -> Started:
         self.control.pause(target)
         self.paused.add(target)
-        return Started("pause")
+        return Started(self.fs[0])
 
     async def heal(self, target: str) -> None:
         if target in self.paused:
@@ -70,12 +70,13 @@ class KillPart:
         self.engines = set(engines)
 
     def applies(self, f: str, target: str) -> bool:
-        return f == "kill" and target in self.engines
+        return f in self.fs and target in self.engines
 
     async def start(self, f: str, target: str, rng: random.Random) -> Started:
         await asyncio.to_thread(self.control.kill, target)
         restart = await asyncio.to_thread(self._restart, target)
-        return Started("kill", note=f"engine answered {restart:.3f} s after restart", held=False)
+        return Started(self.fs[0], note=f"engine answered {restart:.3f} s after restart",
+                       held=False)
 
     def _restart(self, target: str) -> float:
         began = time.monotonic()

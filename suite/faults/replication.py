@@ -48,7 +48,7 @@ class FailoverPart:
         self.detach = detach
 
     def applies(self, f: str, target: str) -> bool:
-        return f == "failover" and target in self.engines
+        return f in self.fs and target in self.engines
 
     async def start(self, f: str, target: str, rng: random.Random) -> Started:
         frozen = rng.random() < self.freeze_share
@@ -65,7 +65,7 @@ class FailoverPart:
             notes.append(f"then {other}: " + ", ".join(f"{name} {value:g}"
                                                          for name, value in more.items()))
             details.append(other)
-        return Started("failover", detail="+".join(details), note="; ".join(notes),
+        return Started(self.fs[0], detail="+".join(details), note="; ".join(notes),
                        figures=figures, held=False)
 
     async def heal(self, target: str) -> None:
@@ -90,7 +90,7 @@ class LinkPart:
         return f in self.provider.link_faults(target)
 
     async def start(self, f: str, target: str, rng: random.Random) -> Started:
-        if f == "lag":
+        if f == self.fs[0]:
             ms = rng.choice(self.lags)
             note = await asyncio.to_thread(self.provider.lag_links, target, ms)
             return Started(f"lag {ms:g}ms", detail=f"lag{int(ms)}ms", note=note)

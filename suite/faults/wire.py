@@ -12,6 +12,10 @@ from collections.abc import Mapping, Sequence
 
 from nomnesia.adapters.engines.proxy import Proxy
 from nomnesia.adapters.engines.toxics import TOXICS, Toxic, make
+from nomnesia.adapters.engines.toxics.latency import Latency
+from nomnesia.adapters.engines.toxics.lost_reply import LostReply
+from nomnesia.adapters.engines.toxics.refuse import Refuse
+from nomnesia.adapters.engines.toxics.stall import Stall
 
 from .base import Started
 
@@ -21,7 +25,7 @@ __all__ = ["WirePart"]
 class WirePart:
     """Toxics on the proxies of ``proxies`` (engine name -> proxy)."""
 
-    fs: tuple[str, ...] = ("lost-reply", "refuse", "stall", "latency")
+    fs: tuple[str, ...] = (LostReply.name, Refuse.name, Stall.name, Latency.name)
 
     def __init__(self, proxies: Mapping[str, Proxy],
                  latencies: Sequence[float] = (20, 50, 100)) -> None:
@@ -37,8 +41,8 @@ class WirePart:
         return f in self.fs and target in self.proxies
 
     async def start(self, f: str, target: str, rng: random.Random) -> Started:
-        ms = float(rng.choice(self.latencies)) if f == "latency" else 0.0
-        toxic = make(f, ms=ms) if f == "latency" else make(f)
+        ms = float(rng.choice(self.latencies)) if f == Latency.name else 0.0
+        toxic = make(f, ms=ms) if f == Latency.name else make(f)
         await self.heal(target)
         self.proxies[target].set_toxic(toxic)
         self._on[target] = toxic
@@ -54,7 +58,7 @@ class WirePart:
 
     def hits(self, f: str, target: str) -> int | None:
         """Replies swallowed, for ``lost-reply``: only then did a write land unheard."""
-        if f != "lost-reply":
+        if f != LostReply.name:
             return None
         on = self._on.get(target)
         return self._hits.get((f, target), 0) + (on.hits if on is not None and on.name == f

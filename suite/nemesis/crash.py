@@ -42,7 +42,7 @@ class CrashPart:
         self.workers = workers
 
     def applies(self, f: str, target: str) -> bool:
-        return f == "crash" and target == "client"
+        return f in self.fs and target == "client"
 
     async def prepare(self) -> None:
         await self.workers.standby_ready()
@@ -50,7 +50,7 @@ class CrashPart:
     async def start(self, f: str, target: str, rng: random.Random) -> Started:
         await self.workers.kill_worker()
         await self.workers.spawn()
-        return Started("crash", held=False)
+        return Started(self.fs[0], held=False)
 
     async def heal(self, target: str) -> None:
         """Nothing to undo: ``start`` spawned the worker's successor."""

@@ -15,6 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from nomnesia.adapters.engines.toxics.latency import Latency
+from nomnesia.adapters.engines.toxics.lost_reply import LostReply
+from nomnesia.adapters.engines.toxics.refuse import Refuse
+from nomnesia.adapters.engines.toxics.stall import Stall
+
 from ..faults.base import FaultPart
 from ..faults.process import Control, KillPart, PausePart
 from ..faults.replication import FailoverPart, LinkPart
@@ -26,7 +31,7 @@ __all__ = ["KINDS", "NET_FAULTS", "PACKAGES", "Package", "Run", "durable_kills",
            "link_engines", "process_kinds", "stack_kinds"]
 
 KINDS: tuple[str, ...] = ("crash", "pause", "kill", "net", "failover", "link")
-NET_FAULTS: tuple[str, ...] = ("latency", "refuse", "stall", "lost-reply")
+NET_FAULTS: tuple[str, ...] = (Latency.name, Refuse.name, Stall.name, LostReply.name)
 """The wire faults a ``net`` fault draws among (the order is part of a seed's replay)."""
 NET_LATENCIES_MS: tuple[float, ...] = (20.0, 100.0, 500.0)
 """The latencies a ``net`` latency draws among: up to half a second, past a store's timeout."""
@@ -85,19 +90,19 @@ def _among(run: Run, allowed: Sequence[str] | None) -> list[str]:
 
 
 def _crash(run: Run) -> Package:
-    return Package("crash", CrashPart(run), ["client"], lambda target: ("crash",),
+    return Package("crash", CrashPart(run), ["client"], lambda target: CrashPart.fs,
                    choose_target=False, choose_fault=False)
 
 
 def _pause(run: Run) -> Package:
     return Package("pause", PausePart(run.control, run.targets),
-                   _among(run, run.cfg.targets.get("pause")), lambda target: ("pause",),
+                   _among(run, run.cfg.targets.get("pause")), lambda target: PausePart.fs,
                    choose_fault=False)
 
 
 def _kill(run: Run) -> Package:
     return Package("kill", KillPart(run.control, run.targets), _among(run, run.kill_targets),
-                   lambda target: ("kill",), choose_fault=False)
+                   lambda target: KillPart.fs, choose_fault=False)
 
 
 def _net(run: Run) -> Package:
@@ -109,7 +114,7 @@ def _failover(run: Run) -> Package:
     part = FailoverPart(run.provider, run.replicated, freeze_share=run.cfg.freeze_share,
                         lag=run.cfg.lag, cascade=run.cascade, real=run.real,
                         detach=detach_standby)
-    return Package("failover", part, run.replicated, lambda target: ("failover",),
+    return Package("failover", part, run.replicated, lambda target: FailoverPart.fs,
                    choose_target=False, choose_fault=False)
 
 

@@ -42,7 +42,7 @@ esc = html.escape
 
 def fault_label(fault: FaultRecord) -> str:
     """``kind:target:detail`` as the summary's "targets" line names it (``net:postgres:
-    blackhole``, ``pause:redis``, ``crash``), so page and text read alike."""
+    stall``, ``pause:redis``, ``crash``), so page and text read alike."""
     return f"{fault.kind}:{fault.target}:{fault.detail}".rstrip(":")
 
 
