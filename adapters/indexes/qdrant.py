@@ -9,15 +9,18 @@ overwrites instead of duplicating. The user filter is a structured
 
 Local mode has no payload index: a filtered read checks the filter on every point of
 the collection, in Python. In memory, where the client and its data are this index's
-alone, each user therefore gets a collection of its own instead (named by the
-namespace and the user's ``user_key``, never the id), read without a filter: in a
-``qdrant`` suite run, filtered searches over the store's shared collection were a
-fifth of the run's CPU.
+alone, each user therefore gets a collection of its own instead, read without a filter:
+in a ``qdrant`` suite run, filtered searches over the store's shared collection were a
+fifth of the run's CPU. Its name is the namespace and a random token (kept in this
+object, which is the only one that sees the data), never the id nor a digest of it, and
+``delete_user`` drops it: a forgotten user leaves no collection that anyone holding the
+user id could find (SPEC G8; a SHA-256 of an id still names the id).
 """
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Sequence
 
 from qdrant_client import AsyncQdrantClient, models
@@ -32,7 +35,6 @@ from ._common import (
     check_batch,
     point_uuid,
     settle_and_drop,
-    user_key,
 )
 
 __all__ = ["QdrantIndex"]
@@ -68,12 +70,17 @@ class QdrantIndex(IndexBase, SelfCheckingByCompleteness):
         self._per_user = target == ":memory:"
         """A collection per user (see the module's docstring): only in memory, where no
         other client sees this data and nothing is reopened."""
-        self._users: set[str] = set()  # the per-user collections that exist
+        self._users: dict[str, str] = {}  # user id -> its collection, while it has one
         self._making = asyncio.Lock()
 
-    def _collection(self, user_id: str) -> str:
-        """The collection holding ``user_id``'s points."""
-        return f"{self.namespace}_{user_key(user_id)}" if self._per_user else self.namespace
+    def _collection(self, user_id: str) -> str | None:
+        """The collection holding ``user_id``'s points (None: the user has none now)."""
+        return self._users.get(user_id) if self._per_user else self.namespace
+
+    def _gone(self, user_id: str, name: str, exc: Exception) -> bool:
+        """Whether ``exc`` came from ``name`` being dropped by a forget of ``user_id`` that
+        raced the call (then the user has no points: an empty answer, not an error)."""
+        return self._per_user and self._users.get(user_id) != name
 
     def _filter(self, user_id: str) -> models.Filter | None:
         """The user filter, where the collection is not the user's alone."""
@@ -82,14 +89,15 @@ class QdrantIndex(IndexBase, SelfCheckingByCompleteness):
     async def _user_collection(self, user_id: str) -> str:
         """The user's collection, created if absent (in memory: per user, on first write)."""
         name = self._collection(user_id)
-        if not self._per_user or name in self._users:
+        if name is not None:
             return name
         async with self._making:  # two first writes of one user: one creates
-            if name not in self._users:
-                if not await self._client.collection_exists(name):
-                    await self._client.create_collection(name, vectors_config=models.VectorParams(
-                        size=self.dim, distance=models.Distance.COSINE))
-                self._users.add(name)
+            name = self._users.get(user_id)
+            if name is None:
+                name = f"{self.namespace}_{secrets.token_hex(8)}"
+                await self._client.create_collection(name, vectors_config=models.VectorParams(
+                    size=self.dim, distance=models.Distance.COSINE))
+                self._users[user_id] = name
         return name
 
     async def create(self) -> None:
@@ -111,9 +119,9 @@ class QdrantIndex(IndexBase, SelfCheckingByCompleteness):
 
     async def drop(self) -> None:
         async def run() -> None:
-            for name in sorted(self._users):
+            for user_id, name in sorted(self._users.items()):
                 await self._client.delete_collection(name)
-                self._users.discard(name)
+                self._users.pop(user_id, None)
             await self._client.delete_collection(self.namespace)
         await self._calls(self.timeout, run())
         self._created = False
@@ -138,21 +146,30 @@ class QdrantIndex(IndexBase, SelfCheckingByCompleteness):
         if not entry_ids:
             return
         name = self._collection(user_id)
-        if self._per_user and name not in self._users:
+        if name is None:
             return
         selector = models.PointIdsList(points=[str(point_uuid(user_id, i)) for i in entry_ids])
-        await self._calls(self.timeout,
-                      self._client.delete(name, points_selector=selector, wait=True))
+        try:
+            await self._calls(self.timeout,
+                              self._client.delete(name, points_selector=selector, wait=True))
+        except Exception as exc:
+            if not self._gone(user_id, name, exc):
+                raise
 
     async def query(self, user_id: str, vector: Sequence[float], k: int) -> list[str]:
         k = check_k(k)
         self._complete.check()
         name = self._collection(user_id)
-        if self._per_user and name not in self._users:
+        if name is None:
             return []
-        response = await self._calls(self.timeout, self._client.query_points(
-            name, query=list(map(float, vector)), query_filter=self._filter(user_id),
-            limit=k, with_payload=["user_id", "entry_id"]))
+        try:
+            response = await self._calls(self.timeout, self._client.query_points(
+                name, query=list(map(float, vector)), query_filter=self._filter(user_id),
+                limit=k, with_payload=["user_id", "entry_id"]))
+        except Exception as exc:
+            if self._gone(user_id, name, exc):
+                return []
+            raise
         return [str(p.payload["entry_id"]) for p in response.points
                 if p.payload is not None and p.payload.get("user_id") == user_id]
 
@@ -160,26 +177,40 @@ class QdrantIndex(IndexBase, SelfCheckingByCompleteness):
         found: set[str] = set()
         offset: models.ExtendedPointId | None = None
         name = self._collection(user_id)
-        if self._per_user and name not in self._users:
+        if name is None:
             return found
         while True:
-            points, offset = await self._calls(self.timeout, self._client.scroll(
-                name, scroll_filter=self._filter(user_id), limit=1024, offset=offset,
-                with_payload=["user_id", "entry_id"]))
+            try:
+                points, offset = await self._calls(self.timeout, self._client.scroll(
+                    name, scroll_filter=self._filter(user_id), limit=1024, offset=offset,
+                    with_payload=["user_id", "entry_id"]))
+            except Exception as exc:
+                if self._gone(user_id, name, exc):
+                    return set()
+                raise
             found.update(str(p.payload["entry_id"]) for p in points
                          if p.payload is not None and p.payload.get("user_id") == user_id)
             if offset is None:
                 return found
 
     async def delete_user(self, user_id: str) -> None:
-        name = self._collection(user_id)
-        if self._per_user and name not in self._users:
+        if self._per_user:
+            # The user's own collection goes with the user; a read racing this finds it
+            # gone and answers empty (``_gone``), as it would for a user never written.
+            async with self._making:
+                name = self._users.pop(user_id, None)
+                if name is None:
+                    return
+                try:
+                    await self._calls(self.timeout, self._client.delete_collection(name))
+                except BaseException:
+                    self._users.setdefault(user_id, name)  # still there: forget again later
+                    raise
             return
-        # A user's own collection is emptied, not dropped: a read racing the forget
-        # then finds it empty instead of gone (an error).
-        selector = models.FilterSelector(filter=self._filter(user_id) or models.Filter())
+        selector = models.FilterSelector(filter=_user_filter(user_id))
         await self._calls(self.timeout,
-                      self._client.delete(name, points_selector=selector, wait=True))
+                          self._client.delete(self.namespace, points_selector=selector,
+                                              wait=True))
 
     async def aclose(self) -> None:
         """Drop the namespace if this index created it, then close the client."""
