@@ -20,10 +20,14 @@ guarantee 10 judge it:
   part of it is a G10 failure (an interrupted call takes full effect or none), a
   returned one that stored part of it loses acknowledged writes (G1);
 - afterwards the store answers an append and a read within
-  ``--nomnesia-op-timeout`` for the same user, for another user, and from another
-  thread through a second store from the same factory on its own event loop (a
-  second process's view of a shared file or database): a lock or transaction the
-  failed call left open is a G10 failure (a failed call never wedges the store).
+  ``--nomnesia-op-timeout``: first from another thread, through a second store from the
+  same factory on its own event loop (a second process's view of a shared file or
+  database), before the failing store is called again; then for the same user and for
+  another user on the failing store; then from the other thread again. A lock or
+  transaction the failed call left open is a G10 failure (a failed call never wedges the
+  store, whether or not its caller calls again). The order matters: a transaction left
+  open on the failing store's own connection is committed by that connection's next
+  write, so a check that wrote through it first would heal the wedge it looks for.
 
 A store whose interface has no batch or replace method (ADK's ``append_event``,
 the built-in adapters, a ``--store`` store) is *not applicable*, never passed.
@@ -157,7 +161,7 @@ class TestInterfaceFaults(StoreTests):
         close the connection) on every exception, not only on the expected ones.
         """
         token = secrets.token_hex(4)  # ids unique per test and run (SPEC.md)
-        user, other, third = (f"ib{token}:{name}" for name in ("ann", "bob", "cy"))
+        user, other, third, fourth = (f"ib{token}:{name}" for name in ("ann", "bob", "cy", "di"))
         async with opened(store, raw=True) as raw:
             prepare = getattr(raw, "poisoned_batch", None)
             if not callable(prepare):
@@ -186,11 +190,16 @@ class TestInterfaceFaults(StoreTests):
                        "raised": f"raised {_said(value)}"}[kind]
             s.log.note(f"... {outcome}", user)
             await s.recover()
-            read_kind, read = await _bounded(raw.get_history(user, _LIMIT))
             problems: list[tuple[Guarantee, str]] = []
             if kind == "hung":
                 problems.append((Guarantee.ERRORS, f"{call.call} {outcome}: a call must "
                                                    "raise within a bounded time"))
+            first = ("a second store from the same factory, on another thread and event loop, "
+                     "appending and reading a new user before this store was called again")
+            if control is None:  # before this store writes: its next write could heal a wedge
+                problems += _answers(first, *await _bounded(_in_thread(partial(
+                    _elsewhere, store, (fourth,), f"{token} from a thread, first"))))
+            read_kind, read = await _bounded(raw.get_history(user, _LIMIT))
             if read_kind != "ok":
                 problems.append((G10, f"after {call.call} {outcome}, get_history of that user "
                                       + ("did not answer" if read_kind == "hung" else
@@ -200,7 +209,8 @@ class TestInterfaceFaults(StoreTests):
                                           _pairs(read))
             live = (("the same user", s, user, f"{token} after, same user"),
                     ("another user", s, other, f"{token} after, another user"))
-            hung = kind == "hung" or read_kind == "hung"
+            hung = kind == "hung" or read_kind == "hung" or any(
+                "did not answer" in text for _, text in problems)
             for what, target, who, content in live:
                 if hung:  # one wait on a wedged store is proof enough, and each costs the bound
                     s.log.note(f"not tried: an append and a read for {what} (the store "

@@ -15,12 +15,21 @@ on another thread sees what the first wrote:
   it for a second and raises "database is locked" (G10, never wedges).
 - :class:`HangingHistory`: the same, but a later write waits five seconds, past the
   run's ``--nomnesia-op-timeout``: a store that does not answer (G10).
+- :class:`ConnectionWedgingHistory`: the wedge an Agents SDK ``SQLiteSession`` release had
+  (issue 44): the failed batch leaves its transaction open on its own connection (here,
+  its event loop), whose next write commits it; any other connection's write meanwhile
+  waits a second and raises "database is locked". A check that writes through the
+  failing store first heals it, so only one that probes from elsewhere first sees it (G10).
+- :class:`ConnectionReleasingHistory`: the same store with the transaction rolled back
+  on the error: correct.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -90,3 +99,43 @@ class HangingHistory(_JsonHistory):
         rows = [json.dumps(message_to_dict(message)) for message in messages]
         self._table().extend(rows)
         self.lock.release()
+
+
+class ConnectionWedgingHistory(_JsonHistory):
+    owner: ClassVar[int | None] = None
+    """The connection (an event loop's id) whose transaction is open, if any."""
+    guard: ClassVar[threading.Lock] = threading.Lock()
+    release_on_error: ClassVar[bool] = False
+
+    async def _begin(self, me: int) -> None:
+        """Take the write transaction, or wait (a bounded poll) a second for it."""
+        deadline = time.monotonic() + 1.0
+        while True:
+            with self.guard:
+                if type(self).owner in (None, me):
+                    type(self).owner = me
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError("database is locked")
+            await asyncio.sleep(0.01)  # bounded poll of the fake lock
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        me = id(asyncio.get_running_loop())
+        await self._begin(me)
+        try:
+            rows = [json.dumps(message_to_dict(message)) for message in messages]
+        except TypeError:
+            if self.release_on_error:
+                type(self).owner = None  # rolled back
+            raise  # else the transaction stays open on this connection
+        self._table().extend(rows)
+        type(self).owner = None  # committed, and whatever was left open with it
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        raise NotImplementedError("this fake is asynchronous only")
+
+
+class ConnectionReleasingHistory(ConnectionWedgingHistory):
+    owner: ClassVar[int | None] = None
+    guard: ClassVar[threading.Lock] = threading.Lock()
+    release_on_error = True
