@@ -15,7 +15,12 @@ Each is the seed's profile (``append_message``, ``get_history``, ``compact``,
   committed and only the reply was lost: the tiers disagree forever (G11). Its two
   writes are shielded from cancellation, so every fault-free test passes it.
 
-Every store keeps its data under ``engines.store_namespace()`` (a key prefix, a table)
+- :func:`ephemeral`: the not-retrying store written the way many are, with a fresh random
+  key prefix per store object, deleted on close: correct for one object, but its data
+  dies with it, so the nemesis (whose workers and final reader each open their own) must
+  refuse it with its usage sentence, never report its appends lost.
+
+Every other store keeps its data under ``engines.store_namespace()`` (a key prefix, a table)
 and drops it on close unless ``engines.keep_data()``: fresh and dropped in the suite,
 shared and kept across the nemesis's worker processes until its final read.
 """
@@ -62,7 +67,7 @@ return n
 class RedisListStore:
     """A user's history as one Redis list of JSON items, a summary first after compaction."""
 
-    def __init__(self, url: str, *, retries: bool) -> None:
+    def __init__(self, url: str, *, retries: bool, prefix: str | None = None) -> None:
         # redis-py's constructor, as most code calls it: it retries a command after a
         # connection error (``Redis.from_url`` in redis-py 8.2 does not, by default).
         parts = urlsplit(url)
@@ -71,7 +76,7 @@ class RedisListStore:
         if not retries:
             options["retry"] = Retry(NoBackoff(), 0)
         self.redis = aioredis.Redis(**options)
-        self.prefix = f"nmfs:{store_namespace()}:"
+        self.prefix = prefix or f"nmfs:{store_namespace()}:"
         self._compact = self.redis.register_script(_COMPACT)
 
     def key(self, user_id: str) -> str:
@@ -204,3 +209,22 @@ class NeverAnswers(RedisListStore):
 
 def never_answers() -> AbstractAsyncContextManager[RedisListStore]:
     return _closing(NeverAnswers(engine_url("redis"), retries=False))
+
+
+class EphemeralStore(RedisListStore):
+    """Its own random prefix, always dropped on close: nothing outlives the object."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url, retries=False, prefix=f"nmfs:eph{secrets.token_hex(6)}:")
+
+    async def aclose(self) -> None:
+        try:
+            keys = [key async for key in self.redis.scan_iter(match=self.prefix + "*")]
+            if keys:
+                await self.redis.delete(*keys)
+        finally:
+            await self.redis.aclose()
+
+
+def ephemeral() -> AbstractAsyncContextManager[RedisListStore]:
+    return _closing(EphemeralStore(engine_url("redis")))

@@ -12,6 +12,7 @@ which faults a failure names) are tested without engines.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import re
 from pathlib import Path
@@ -217,13 +218,11 @@ def test_the_nemesis_refuses_a_store_with_no_engine_in_one_sentence(
         capsys: pytest.CaptureFixture[str]) -> None:
     from nomnesia.suite.nemesis.__main__ import main
 
-    with pytest.raises(SystemExit) as exit_:
-        main(["--store", "nomnesia.adapters.memory:InMemoryStore", "--faults", "1",
-              "--seed", "1"])
-    assert exit_.value.code == 2
-    error = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "asked the suite for no engine (engine_url)" in error, error
-    assert "Traceback" not in error
+    assert main(["--store", "nomnesia.adapters.memory:InMemoryStore", "--faults", "1",
+                 "--seed", "1"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "asked the suite for no engine (engine_url)" in error[0], error
+    assert "Traceback" not in error[0]
 
 
 def test_what_a_crashed_worker_appended_is_the_suites_in_its_successors_reads() -> None:
@@ -263,6 +262,22 @@ def test_the_nemesis_catches_the_retrying_store_and_passes_the_other(
                                      for a in caught.anomalies), caught.summary()
     assert correct.passed, correct.summary()
     assert correct.acknowledged_appends > 100 and not correct.lost
+
+
+def test_the_nemesis_refuses_a_store_whose_data_dies_with_its_object(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every worker and the final reader open their own store object: a store that keeps its
+    data under a prefix of its own, dropped on close, would be reported as losing every
+    append (issue 44). It is refused, before any fault, with what to change instead."""
+    from nomnesia.suite.nemesis.runner import NemesisConfig, run_nemesis
+
+    monkeypatch.chdir(ROOT)
+    cfg = NemesisConfig(store=f"{STORES}:ephemeral", faults=3, kinds=("crash",), seed=7,
+                        log=lambda _: None)
+    with pytest.raises(ValueError, match=r"keeps no data beyond its store object .* Give the "
+                                         r"factory its namespace from .*store_namespace\(\)"):
+        asyncio.run(run_nemesis(cfg))
+    assert "NOMNESIA_NAMESPACE" not in os.environ and "NOMNESIA_KEEP_DATA" not in os.environ
 
 
 def test_the_report_timeline_shades_the_fault_windows_the_round_noted() -> None:

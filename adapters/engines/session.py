@@ -281,10 +281,21 @@ def engine_url(engine: str) -> str:
     return current_session().url(engine)
 
 
+_namespaces_given = [0]  # how many times store_namespace() answered, in this process
+
+
 def store_namespace() -> str:
     """The namespace for the store being opened: fresh each call (``nm`` and 12 hex
     digits), except in a nemesis run, where every worker process gets the run's own."""
+    _namespaces_given[0] += 1
     return os.environ.get(NAMESPACE_ENV, "").strip() or f"nm{secrets.token_hex(6)}"
+
+
+def namespaces_given() -> int:
+    """How many times :func:`store_namespace` has answered in this process: a store whose
+    factory never asks keeps its data somewhere the suite cannot name again, so a reopen
+    cannot find it (the nemesis and the reopen test read the difference across an open)."""
+    return _namespaces_given[0]
 
 
 def keep_data() -> bool:

@@ -132,8 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         log=lambda line: print(line, flush=True))
     try:
         report = asyncio.run(run_nemesis(cfg))
-    except ValueError as exc:  # a kind, target or option this stack cannot take
-        parser.error(str(exc))
+    except ValueError as exc:  # a kind, target, option or store this run cannot take
+        print(f"{parser.prog}: {exc}", file=sys.stderr)  # one sentence, not the usage
+        return 2
     print(report.summary(), flush=True)
     if args.out is not None:
         args.out.write_text(report.dumps(), encoding="utf-8")

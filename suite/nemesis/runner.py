@@ -443,9 +443,23 @@ def _user_engines(cfg: NemesisConfig, provider: Any) -> list[str]:
 
     factory = user_store.suite_factory(cfg.store, cfg.interface)
     asked = user_store.probe_engines(factory, provider)
+    name = user_store.describe(cfg.store, cfg.interface)
     if not asked:
-        raise ValueError(f"{user_store.describe(cfg.store, cfg.interface)} asked the suite for "
-                         "no engine (engine_url): its data lives in the process the nemesis "
-                         "kills, so there is nothing to judge across crashes. Give it engines "
-                         "from nomnesia.suite.engines.engine_url (docs/faults.md)")
+        raise ValueError(f"{name} asked the suite for no engine (engine_url): its data lives "
+                         "in the process the nemesis kills, so there is nothing to judge "
+                         "across crashes. Give it engines from "
+                         "nomnesia.suite.engines.engine_url (docs/faults.md)")
+    kept, named = user_store.keeps_data(factory, provider.urls(*asked),
+                                        f"nm_probe_{secrets.token_hex(6)}")
+    if not kept and not named:
+        raise ValueError(f"{name} keeps no data beyond its store object (an append was gone "
+                         "when the factory opened a second one), so the nemesis cannot judge "
+                         "it: its workers and its final reader each open their own. Give the "
+                         "factory its namespace from nomnesia.suite.engines.store_namespace() "
+                         "and drop the data on close only when keep_data() is false, as the "
+                         "README shows (docs/faults.md)")
+    if not kept:
+        cfg.log(f"  {name}: an append was gone when the factory reopened the same namespace "
+                "(store_namespace() was asked for): the run goes on, and what a crash loses "
+                "is reported as lost (G1)")
     return asked

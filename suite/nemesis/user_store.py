@@ -12,13 +12,19 @@ without "keep", so the store drops its data when it closes.
 
 A store that asked for no engine keeps its data in the process the nemesis
 kills: the run refuses it with one sentence rather than report what a crash
-must do to such a store.
+must do to such a store. Likewise a store whose data dies with its object (a fresh
+key prefix per object, dropped on close, never ``store_namespace()``): the workers and
+the final reader each open their own store object, so the run would report every append
+lost. :func:`keeps_data` opens, appends, closes and reopens it first, as a worker and the
+final reader would, and the run refuses it with the sentence that says what to change.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import secrets
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -28,7 +34,7 @@ from nomnesia.adapters.engines import session as engines
 
 from ..core.recorder import opened
 
-__all__ = ["describe", "open_store", "probe_engines", "suite_factory"]
+__all__ = ["describe", "keeps_data", "open_store", "probe_engines", "suite_factory"]
 
 StoreFactory = Callable[[], AbstractAsyncContextManager[Any]]
 
@@ -109,3 +115,37 @@ async def open_store(factory: StoreFactory, urls: dict[str, str], namespace: str
             yield store
     finally:
         uninstall()
+
+
+def keeps_data(factory: StoreFactory, urls: dict[str, str], namespace: str) -> tuple[bool, bool]:
+    """(whether an append outlived the store object that made it, whether the factory asked
+    for ``store_namespace()``), found as the nemesis uses a store: one object appends and
+    closes keeping its data, a second object opened from the factory in the same
+    namespace reads, then closes dropping it. The environment is restored after."""
+    token = f"nemesis probe {secrets.token_hex(6)}"
+    user = f"nmprobe{secrets.token_hex(4)}"
+    saved = {name: os.environ.get(name) for name in (engines.NAMESPACE_ENV, engines.KEEP_ENV)}
+
+    async def probe() -> bool:
+        async with open_store(factory, urls, namespace, keep=True) as store:
+            await store.append_message(user, "user", token)
+        async with open_store(factory, urls, namespace, keep=False) as store:
+            found = await store.get_history(user, 10)
+            with contextlib.suppress(Exception):  # tidy: best effort, never a finding
+                await store.forget(user)
+        return any(_content(entry) == token for entry in found)
+
+    given = engines.namespaces_given()
+    try:
+        kept = asyncio.run(probe())
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return kept, engines.namespaces_given() > given
+
+
+def _content(entry: Any) -> object:
+    return entry.get("content") if isinstance(entry, dict) else getattr(entry, "content", None)
