@@ -328,6 +328,20 @@ def _install_engines(config: pytest.Config) -> None:
     config.stash[_UNINSTALL] = engines.install(session)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Faults always heal: whatever a test armed is undone before the next test starts, even
+    when the test could not heal it itself (a store that blocked its event loop, a timeout).
+    The engine session does it from here, outside that loop; what it had to undo is a
+    defect of the suite, so it is said, as a warning on the test."""
+    engines = item.config.stash.get(_ENGINES, None)
+    if engines is None or not engines.started:
+        return
+    undone = engines.heal()
+    if undone:
+        item.warn(pytest.PytestWarning(f"nomnesia healed after this test: {'; '.join(undone)}"))
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Stop the session's engines once its tests are over, before any report is written.

@@ -42,7 +42,7 @@ from .part import children_of as _children
 from .part import engine_program
 from .part import proc_state as _state
 
-__all__ = ["EngineControl"]
+__all__ = ["EngineControl", "continue_stopped"]
 
 _BINARIES = {"postgres": "postgres", "redis": "redis-server", "valkey": "valkey-server",
              "redis-search": "redis-server", "milvus-server": "milvus"}
@@ -267,3 +267,25 @@ class EngineControl:
                            timeout=5.0)
                 e.proc = None
         self._engines.clear()
+
+
+def continue_stopped(provider: object) -> list[int]:
+    """SIGCONT every stopped process of the engines ``provider`` started; the pids it woke.
+
+    The last line of "faults always heal": whatever a test paused (or a frozen failover
+    left) is running again before the next test, even if the test's own heal never ran
+    (its event loop blocked, its timeout fired). A provider that started no process (an
+    external or docker one) has nothing to continue.
+    """
+    groups = getattr(provider, "process_groups", None)
+    if not callable(groups):
+        return []
+    woke = []
+    for leader in groups():
+        for pid in [leader, *_children(leader)]:
+            state = _state(pid)
+            if state is not None and state[0] in ("T", "t"):
+                woke.append(pid)
+            with contextlib.suppress(ProcessLookupError):  # harmless to a running process,
+                os.kill(pid, signal.SIGCONT)               # and ends a stop still pending
+    return woke

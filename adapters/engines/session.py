@@ -39,9 +39,11 @@ pause each of them while the store is under load. Every other test gets the engi
 itself. A store on its own deployment passes its URL through :func:`fault_url`,
 which returns it unchanged outside such a test.
 
-Layering: the suite core never imports ``nomnesia.adapters``. The plugin (an
-entry point) hands this module a function that makes the provider, and
-``engine_session`` imports the adapters' ``get_provider`` only when called.
+Layering: this is the engine seam, on the engines' floor beside the fault proxy it uses
+(``proxied.py``, ``proxy.py``); the suite's core never imports it, and the plugin (an entry
+point) hands a session the function that makes its provider. After every test the plugin
+calls :meth:`EngineSession.heal`, so a fault a test could not heal (its loop blocked, its
+timeout fired) never outlives it.
 """
 
 from __future__ import annotations
@@ -52,12 +54,12 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from nomnesia.adapters.engines.proxy import Proxy
-
-    from .proxied import ProxiedProvider
+from . import get_provider
+from .control import continue_stopped
+from .proxied import PROXIED_ENGINES, ProxiedProvider
+from .proxy import Proxy
 
 __all__ = [
     "KEEP_ENV",
@@ -106,8 +108,6 @@ class FaultScope:
     provided: set[str] = field(default_factory=set)
 
     def route(self, name: str, real: str, *, provided: bool) -> str:
-        from .proxied import PROXIED_ENGINES
-
         if provided and name not in PROXIED_ENGINES:
             several = "," in real.partition("://")[2].partition("/")[0]
             self.unproxied[name] = ("a topology of several hosts: one proxy cannot stand in "
@@ -136,6 +136,7 @@ class EngineSession:
         self._proxied: ProxiedProvider | None = None
         self._scope: FaultScope | None = None
         self._routed: _RoutedProvider | None = None
+        self._armed = False  # faults were armed since the last heal
 
     @property
     def provider(self) -> EngineProvider:
@@ -186,8 +187,6 @@ class EngineSession:
         use, stopped by ``close``), so a connection a store keeps after the test is
         never cut by the suite tidying up.
         """
-        from .proxied import ProxiedProvider
-
         provider = self.provider
         with self._lock:
             if self._scope is not None:
@@ -195,12 +194,40 @@ class EngineSession:
             if self._proxied is None:
                 self._proxied = ProxiedProvider(provider)
             scope = self._scope = FaultScope(self._proxied)
+            self._armed = True
         try:
             yield scope
         finally:
             for proxy in scope.engines.values():
                 proxy.set_toxic(None)
             self._scope = None
+
+    def heal(self) -> list[str]:
+        """Undo whatever fault a test may have left, whatever happened to the test: every
+        toxic off every proxy, the fault scope disarmed, every stopped engine process
+        continued. What it had to undo, as sentences (empty: the test healed its own).
+
+        Runs outside the test's event loop (the plugin calls it after each test), so a
+        store that blocked that loop, or filled its executor, cannot keep it from running.
+        """
+        undone: list[str] = []
+        with self._lock:
+            if not self._armed:
+                return undone  # no fault since the last heal: nothing to look for
+            scope, self._scope, self._armed = self._scope, None, False
+            proxied, provider = self._proxied, self._provider
+        if scope is not None:
+            undone.append("a fault scope was still armed")
+        for name, proxy in (proxied.proxies if proxied is not None else {}).items():
+            if proxy.toxic is not None:
+                undone.append(f"{proxy.toxic.describe()} was still on {name}")
+                proxy.set_toxic(None)
+        if provider is not None:
+            woke = continue_stopped(provider)
+            if woke:
+                undone.append(f"{len(woke)} engine processes were stopped (pids "
+                              f"{', '.join(map(str, woke))})")
+        return undone
 
     def close(self) -> None:
         """Stop every engine this session started, then the fault proxies; safe to call twice.
@@ -326,8 +353,6 @@ def engine_session(backends: str | None = None) -> Iterator[EngineSession]:
     """
 
     def make() -> EngineProvider:
-        from nomnesia.adapters.engines import get_provider  # only here: the core stays light
-
         return get_provider(backends)
 
     session = EngineSession(make)
