@@ -53,14 +53,11 @@ from dataclasses import dataclass, field
 from itertools import accumulate, pairwise
 
 from ..contract import SUMMARY_ROLE, Guarantee
-from .checker import Anomaly, shrink
+from .checker_common import PER_KIND, Anomaly, Reporter, Spans, ranked, taints
 from .history import UNBOUNDED, Call, History, Op, Rec, pair
 from .view import content_key
 
 __all__ = ["check_keyed"]
-
-_PER_KIND = 3
-_MINIMISE = 10
 
 
 def check_keyed(history: History | Sequence[Op], *, recover: bool, compact: bool,
@@ -85,14 +82,12 @@ def check_keyed(history: History | Sequence[Op], *, recover: bool, compact: bool
     for user, ucalls in by_user.items():
         found += _User(user, ucalls, recovers if recover else None, owners, compact,
                        search_staleness).run()
-    found.sort(key=lambda a: (a.ops[-1].index if a.ops else 0, a.guarantee.number))
-    if minimise:
-        def recheck(part: list[Op]) -> list[Anomaly]:
-            return check_keyed(part, recover=recover, compact=compact,
-                               search_staleness=search_staleness, minimise=False)
 
-        found = [shrink(a, recheck) if i < _MINIMISE else a for i, a in enumerate(found)]
-    return found
+    def recheck(part: list[Op]) -> list[Anomaly]:
+        return check_keyed(part, recover=recover, compact=compact,
+                           search_staleness=search_staleness, minimise=False)
+
+    return ranked(found, recheck, minimise)
 
 
 def _key_of(append: Call) -> str:
@@ -102,15 +97,6 @@ def _key_of(append: Call) -> str:
 
 def _show(key: str) -> str:
     return repr(key if len(key) <= 40 else key[:37] + "...")
-
-
-def _ops(*calls: Call | None) -> list[Op]:
-    seen: dict[int, Op] = {}
-    for c in calls:
-        if c is not None:
-            for op in c.ops:
-                seen[op.index] = op
-    return [seen[i] for i in sorted(seen)]
 
 
 @dataclass
@@ -125,26 +111,22 @@ class _Read:
     position: dict[str, int] = field(default_factory=dict)
 
 
-class _User:
+class _User(Reporter):
     """Every check for one user's calls."""
 
     def __init__(self, user: str, calls: list[Call], recovers: list[Call] | None,
                  owners: dict[str, set[str]], compact: bool, staleness: float) -> None:
+        super().__init__()
         self.user = user
         self.owners = owners
         self.compact = compact
         self.staleness_ns = int(staleness * 1e9)
-        self.found: list[Anomaly] = []
-        self._counts: dict[tuple[Guarantee, str], int] = {}
         self.appends = [c for c in calls if c.f == "append"]
         self.compacts = [c for c in calls if c.f == "compact"]
         self.forgets = [c for c in calls if c.f == "forget" and not c.failed]
         self.reads = [c for c in calls if c.f == "read" and c.ok]
         self.searches = [c for c in calls if c.f == "search" and c.ok]
-        # Calls come sorted by invoke: "did any forget overlap (lo, hi)" is then a bisect
-        # on their invokes and a running maximum of their ends, not a scan of every forget.
-        self._f_los = [f.lo for f in self.forgets]
-        self._f_ends = list(accumulate((f.hi for f in self.forgets), max))
+        self.forget_spans = Spans((f.lo, f.hi) for f in self.forgets)
         self._first_compact = min((k.lo for k in self.compacts), default=UNBOUNDED)
         self.acked: dict[str, Call] = {}
         self.made: dict[str, Call] = {}  # key -> an append that may have written it
@@ -157,52 +139,19 @@ class _User:
                 self.rejected.setdefault(key, c)
             else:
                 self.made.setdefault(key, c)
-        taints = sorted(self._taints(calls, recovers))
-        self._t_los = [lo for lo, _ in taints]
-        self._t_ends = list(accumulate((hi for _, hi in taints), max))
+        self.taints = taints(calls, recovers)
         self.views: dict[int, _Read] = {}
         self.edges: dict[str, dict[str, Call]] = {}  # a -> b -> read that showed a just before b
         self.order = _Reach({})
 
-    def report(self, guarantee: Guarantee, kind: str, message: str, *calls: Call | None) -> None:
-        key = (guarantee, kind.split(":", 1)[0])
-        n = self._counts.get(key, 0)
-        if n < _PER_KIND:
-            self._counts[key] = n + 1
-            self.found.append(Anomaly(guarantee, message, _ops(*calls), kind))
-
-    def capped(self, guarantee: Guarantee, kind: str) -> bool:
-        """Whether ``report`` would drop another anomaly of this kind (spare the search)."""
-        return self._counts.get((guarantee, kind), 0) >= _PER_KIND
-
-    @staticmethod
-    def _taints(calls: list[Call], recovers: list[Call] | None) -> list[tuple[int, int]]:
-        spans = []
-        r_los = [r.lo for r in recovers or ()]  # sorted: calls come in invoke order
-        r_his = list(accumulate(reversed([r.hi for r in recovers or ()]), min))[::-1]
-        for c in calls:
-            end = c.completion
-            if end is not None and end.type == "info" and c.f in ("append", "compact", "forget"):
-                if recovers is None:  # no recover(): whole again once the call has returned
-                    spans.append((c.lo, end.index))
-                else:  # the earliest end of a recover invoked after the call ended
-                    i = bisect_right(r_los, end.index)
-                    spans.append((c.lo, r_his[i] if i < len(r_his) else UNBOUNDED))
-        return spans
-
-    def tainted(self, c: Call) -> bool:
-        i = bisect_left(self._t_los, c.hi)  # taints that began before c ended
-        return i > 0 and self._t_ends[i - 1] > c.lo
-
     def forget_end(self, hi: int) -> int:
         """The latest end of a forget invoked before ``hi`` (-1: none): a write whose call
         began before it may have been forgotten by ``hi``."""
-        i = bisect_left(self._f_los, hi)
-        return self._f_ends[i - 1] if i else -1
+        return self.forget_spans.end_before(hi)
 
     def forgotten_between(self, lo: int, hi: int) -> bool:
         """Whether a forget may have taken effect after ``lo`` and before ``hi``."""
-        return self.forget_end(hi) > lo
+        return self.forget_spans.overlaps(lo, hi)
 
     def compacted_before(self, hi: int) -> bool:
         return self.compact and self._first_compact < hi
@@ -237,7 +186,7 @@ class _User:
                             f"{r.user_id!r}", c)
             else:
                 own.append(r)
-        if self.tainted(c):
+        if self.taints.touch(c):
             return
         bound = c.arg if is_read else c.arg[1]
         g = Guarantee.READ_YOUR_WRITES if is_read else Guarantee.SEARCH
@@ -394,7 +343,7 @@ class _User:
                     j = bisect_right(made_los, append.lo)
                     made_los.insert(j, append.lo)
                     made_keys.insert(j, key)
-            if lost >= _PER_KIND:
+            if lost >= PER_KIND:
                 continue  # only the first few lost keys are reported
             gone = self.forget_end(c.hi)  # a witness invoked before it may be forgotten
             if view.summaries or view.full:
@@ -418,7 +367,7 @@ class _User:
                           if k not in view.position and w.lo >= gone]
             for key in missed:
                 lost += 1
-                if lost <= _PER_KIND:
+                if lost <= PER_KIND:
                     self.missing(key, required[key], view, clean)
         self.check_covered(clean, fact_hi, required)
 
@@ -507,7 +456,7 @@ class _User:
         ends = [f.hi for f in by_end]
         latest = list(accumulate((f.lo for f in by_end), max))
         for c in self.reads + self.searches:
-            if self.tainted(c):
+            if self.taints.touch(c):
                 continue
             n = bisect_left(ends, c.lo)
             if not n:
@@ -527,7 +476,7 @@ class _User:
     def check_searches(self) -> None:
         """G4: the exact content of a live, acknowledged message is found once staleness passed."""
         for c in self.searches:
-            if self.tainted(c):
+            if self.taints.touch(c):
                 continue
             query, k = c.arg
             key = _key_content(query)
