@@ -20,6 +20,12 @@ the next ``recover()``: reads in that window are only checked for isolation.
 Each anomaly carries the smallest part of the history that shows it: the
 checker builds it from the evidence, then shrinks it by re-checking the
 evidence with one call left out at a time.
+
+This module is longer than the project's 500 lines on purpose. What it shared with
+``checker_keyed`` (anomalies, reporting, shrinking, taint and forget windows) is in
+``checker_common``; what is left is one user's indexes and the rules that read them,
+each rule a method over the same indexes: the checker's rules stay one concern, and
+cutting them in two would only scatter them.
 """
 
 from __future__ import annotations
