@@ -95,7 +95,14 @@ from nomnesia.adapters.fragile import FragileMemoryStore  # noqa: E402
 from nomnesia.suite.core.checker import check  # noqa: E402
 from nomnesia.suite.core.history import History  # noqa: E402
 from nomnesia.suite.core.recorder import LoggedStore  # noqa: E402
-from nomnesia.suite.core.workload import DEFAULT_USERS, Mix, Workload, quiesce, resolve_seed  # noqa: E402
+from nomnesia.suite.core.workload import (  # noqa: E402
+    DEFAULT_USERS,
+    Client,
+    Mix,
+    Workload,
+    quiesce,
+    resolve_seed,
+)
 
 FRAGILE = "fragile"
 """The seed's store: ``nomnesia.adapters.fragile.FragileMemoryStore``."""
@@ -203,37 +210,42 @@ class _Load:
         return self.deadline is None or time.monotonic() < self.deadline
 
 
-class _Client:
-    """One of ``concurrency`` clients (a Jepsen "process"), with its own seeded choices."""
+class LoadClient(Client):
+    """The workload's client (``nomnesia.suite.core.workload.Client``) with the load's choices.
+
+    Zipf-drawn users, contents of every size remembered by how they were made, its own
+    limits and queries, and calls recorded (with digests) and timed here.
+    """
+
+    KS = (1, 2, 5, 10)
 
     def __init__(self, pid: int, load: _Load) -> None:
-        self.pid = pid
+        super().__init__(pid, load.store, load.cfg.mix, load.cfg.seed, load.users)
         self.load = load
-        self.store = load.store
-        self.mix = load.cfg.mix
-        self.rng = random.Random(f"{load.cfg.seed}/{pid}")
-        self.n = 0
-        self.recent: dict[str, list[tuple[str, int, int]]] = {}
-        """Per user, how its last few contents were made (tag, offset, size), not the text."""
 
-    async def call(self, f: str, user: str, value: Any,
-                   make: Callable[[], Awaitable[Any]]) -> None:
-        """Time and record one call through the suite's recorder, as suite/workload.py does."""
-        load = self.load
+    async def call(self, make: Callable[[], Awaitable[Any]], f: str = "", user: str = "",
+                   value: Any = None) -> str:
         started = time.perf_counter()
         try:
-            async with load.history.record(self.pid, f, user, value) as c:
-                c.set(await make())
-        except (ValueError, TypeError):
-            pass  # recorded as fail: the checker judges whether the rejection was legal
-        except Exception as exc:
-            load.errors[f] += 1
-            load.first_error.setdefault(f, short(exc))
-            with contextlib.suppress(Exception):  # SPEC G10: recover after an indeterminate call
-                async with load.history.record(self.pid, "recover", "", None):
-                    await self.store.recover()
+            return await super().call(make, f, user, value)
         finally:
-            load.latency[f].append(time.perf_counter() - started)
+            self.load.latency[f].append(time.perf_counter() - started)
+
+    async def send(self, make: Callable[[], Awaitable[Any]], f: str, user: str,
+                   value: Any) -> None:
+        async with self.load.history.record(self.pid, f, user, value) as c:
+            c.set(await make())
+
+    async def recover(self) -> None:
+        async with self.load.history.record(self.pid, "recover", "", None):
+            await self.store.recover()
+
+    def errored(self, f: str, exc: Exception) -> None:
+        self.load.errors[f] += 1
+        self.load.first_error.setdefault(f, short(exc))
+
+    def more(self) -> bool:
+        return self.load.more()
 
     def size(self) -> int:
         cfg, r = self.load.cfg, self.rng.random()
@@ -246,6 +258,7 @@ class _Client:
         return self.rng.randint(1, DIGEST_OVER)
 
     def content(self, user: str) -> str:
+        """Remembered as how it was made (tag, offset, size), not as the text."""
         self.n += 1
         tag = f"p{self.pid} n{self.n}"
         recipe = (tag, self.rng.randrange(SPEC_MAX), self.size())
@@ -260,69 +273,38 @@ class _Client:
         self.load.sizes.append(len(text))
         return text
 
-    def recall(self, recipe: tuple[str, int, int]) -> str:
-        tag, offset, size = recipe
-        return tag if offset < 0 else self.load.contents.make(tag, offset, size)
-
     def user(self) -> str:
         load = self.load
         i = min(bisect_right(load.cum, self.rng.random() * load.cum[-1]), len(load.users) - 1)
-        return load.users[i]
+        user = load.users[i]
+        load.per_user[user] = load.per_user.get(user, 0) + 1
+        return user
 
-    async def append(self, user: str) -> None:
-        role = self.rng.choice(("user", "assistant", "system", "tool"))
-        text = self.content(user)
-        mid = f"m:{self.pid}/{self.n}" if self.rng.random() < self.mix.message_id else None
-        append = self.store.append_message
-        await self.call("append", user, (role, digest(text), mid),
-                        lambda: append(user, role, text, message_id=mid))
-        if mid is None:
-            return
-        if self.rng.random() < self.mix.retry:
-            await self.call("append", user, (role, digest(text), mid),
-                            lambda: append(user, role, text, message_id=mid))
-        if self.rng.random() < self.mix.conflict:
-            other = text[:SPEC_MAX - 9] + " (edited)"
-            await self.call("append", user, (role, digest(other), mid),
-                            lambda: append(user, role, other, message_id=mid))
+    def message_id(self) -> str:
+        return f"m:{self.pid}/{self.n}"
 
-    async def one(self) -> None:
-        m, store = self.mix, self.store
-        f = self.rng.choices(OPS, (m.append, m.read, m.search, m.compact, m.forget))[0]
-        user = self.user()
-        self.load.per_user[user] = self.load.per_user.get(user, 0) + 1
-        if f == "append":
-            await self.append(user)
-        elif f == "read":
-            limit = self.rng.choice((1, 2, 4, 5, 10, 50, 1000))
-            await self.call("read", user, limit, lambda: store.get_history(user, limit))
-        elif f == "search":
-            recent = self.recent.get(user)
-            if recent and self.rng.random() < m.exact_search:
-                query = self.recall(self.rng.choice(recent))
-            else:
-                query = self.rng.choice(_VOCAB[:20])
-            k = self.rng.choice((1, 2, 5, 10))
-            await self.call("search", user, (digest(query), k),
-                            lambda: store.search(user, query, k))
-        elif f == "compact":
-            await self.call("compact", user, None, lambda: store.compact(user))
-        else:
-            self.recent.pop(user, None)
-            await self.call("forget", user, None, lambda: store.forget(user))
+    def limit(self) -> int:
+        return self.rng.choice((1, 2, 4, 5, 10, 50, 1000))
 
-    async def loop(self) -> None:
-        while self.load.more():
-            await self.one()
-            if self.rng.random() < self.mix.yield_:
-                await asyncio.sleep(0)  # scheduling, not waiting: let another client in
+    def query(self, user: str) -> str:
+        recent = self.recent.get(user)
+        if recent and self.rng.random() < self.mix.exact_search:
+            tag, offset, size = self.rng.choice(recent)
+            return str(tag) if offset < 0 else self.load.contents.make(tag, offset, size)
+        return self.rng.choice(_VOCAB[:20])
+
+    def recorded(self, text: str) -> str:
+        return digest(text)
+
+    def forgetting(self, user: str) -> None:
+        self.recent.pop(user, None)
 
 
 async def storm(store: Any, cfg: LoadConfig) -> dict[str, Any]:
     """The concurrent workload, the suite's quiescent phase, and the checker's verdict."""
     load = _Load(store, cfg)
     started = time.perf_counter()
-    await asyncio.gather(*(_Client(pid, load).loop() for pid in range(cfg.concurrency)))
+    await asyncio.gather(*(LoadClient(pid, load).loop() for pid in range(cfg.concurrency)))
     wall = time.perf_counter() - started
     hot = sorted(load.per_user, key=lambda u: -load.per_user[u])[:cfg.final_users]
     quiet = time.perf_counter()
