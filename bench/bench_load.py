@@ -66,302 +66,44 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import hashlib
-import itertools
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import tracemalloc
-from bisect import bisect_right
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_tiered import pct  # noqa: E402
+from load_storm import (  # noqa: E402
+    DEFAULT_OPS,
+    LOAD_MIX,
+    OPS,
+    QUICK,
+    SPEC_MAX,
+    Contents,
+    LoadConfig,
+    storm,
+)
 from report_parts import engine_rss, short, table  # noqa: E402
 
 from nomnesia.adapters import ADAPTERS, open_store  # noqa: E402
 from nomnesia.adapters.engines import get_provider  # noqa: E402
 from nomnesia.adapters.fragile import FragileMemoryStore  # noqa: E402
-from nomnesia.suite.core.checker import check  # noqa: E402
-from nomnesia.suite.core.history import History  # noqa: E402
-from nomnesia.suite.core.recorder import LoggedStore  # noqa: E402
-from nomnesia.suite.core.workload import DEFAULT_USERS, Mix, Workload, quiesce, resolve_seed  # noqa: E402
+from nomnesia.suite.core.workload import (  # noqa: E402
+    Mix,
+    resolve_seed,
+)
 
 FRAGILE = "fragile"
 """The seed's store: ``nomnesia.adapters.fragile.FragileMemoryStore``."""
-OPS = ("append", "read", "search", "compact", "forget")
-SPEC_MAX = 65_536
-DIGEST_OVER = 256
-DEFAULT_OPS = 5_000
-"""Sized so that pgvector takes about a minute on 2 shared cores (see docs/bench.md)."""
-
-LOAD_MIX = Mix(append=0.62, read=0.18, search=0.12, compact=0.06, forget=0.02,
-               message_id=0.2, retry=0.3, conflict=0.05, twin=0.0, exact_search=0.7, yield_=0.5)
-"""Append dominant; the retry knobs keep G6 (idempotent appends) under load too."""
-
-_VOCAB = ("apple", "berry", "cloud", "delta", "ember", "fjord", "grain", "harbor", "iris",
-          "jade", "kettle", "lumen", "moss", "nectar", "olive", "pearl", "quartz", "river",
-          "café", "naïve", "日本語", "🙂", "👩‍💻", "\x00", "tab\there", "line\nbreak", "{x}:%*")
-
-
-@dataclass(frozen=True)
-class LoadConfig:
-    """One run's workload; ``asdict`` of it goes into the report so a row says what it measured."""
-
-    seed: int
-    users: int = 10_000
-    ops: int | None = DEFAULT_OPS
-    """Calls in the storm; None: until ``duration``."""
-    duration: float | None = None
-    """Seconds the storm may run (also a cap when ``ops`` is set)."""
-    concurrency: int = 32
-    mix: Mix = field(default_factory=lambda: LOAD_MIX)
-    medium: float = 0.15
-    """Share of contents of 257..4,096 code points (the rest: 1..256, but see below)."""
-    large: float = 0.04
-    """Share of contents of 4,097..65,536 code points."""
-    at_max: float = 0.01
-    """Share of contents of exactly SPEC's maximum, 65,536 code points."""
-    odd: float = 0.1
-    """Share of short contents that get a NUL and an emoji spliced in."""
-    final_users: int = 256
-    """The most active users that the quiescent phase reads, searches and checks (G11)."""
-    probe_reps: int = 3
-    rss_interval: float = 1.0
-
-
-QUICK = {"users": 300, "ops": 800, "concurrency": 8, "final_users": 32, "probe_reps": 1,
-         "rss_interval": 0.25}
-
-
-# -- the workload -------------------------------------------------------------------
-
-def digest(text: str) -> str:
-    """What the history records of a content or query: itself if short, else a digest.
-
-    Generated contents start with ``p``, so a digest (``#``) never equals a short one.
-    """
-    if len(text) <= DIGEST_OVER:
-        return text
-    h = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-    return f"#{len(text)}:{h}"
-
-
-class Contents:
-    """Seeded contents of any size, sliced from one base text so a 64 Ki one costs nothing."""
-
-    def __init__(self, seed: int) -> None:
-        rng = random.Random(f"{seed}/contents")
-        words: list[str] = []
-        size = 0
-        while size < 2 * SPEC_MAX + 1:
-            word = rng.choice(_VOCAB)
-            words.append(word)
-            size += len(word) + 1
-        self.base = " ".join(words)
-
-    def make(self, tag: str, offset: int, size: int) -> str:
-        """Exactly ``size`` code points (at least the tag), starting with the unique tag."""
-        text = f"{tag} {self.base[offset:offset + size]}"
-        return text[:max(size, len(tag))]
-
-
-class _Load:
-    """Shared state of one storm: the store, the history, the per-call-type samples."""
-
-    def __init__(self, store: Any, cfg: LoadConfig) -> None:
-        self.store = store
-        self.cfg = cfg
-        self.history = History()
-        self.contents = Contents(cfg.seed)
-        self.users = list(DEFAULT_USERS) + [f"u{i}" for i in range(len(DEFAULT_USERS), cfg.users)]
-        self.users = self.users[:cfg.users]
-        random.Random(f"{cfg.seed}/ranks").shuffle(self.users)
-        self.cum = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(self.users))))
-        self.slots = itertools.count()
-        self.deadline = (time.monotonic() + cfg.duration) if cfg.duration else None
-        self.latency: dict[str, list[float]] = {op: [] for op in OPS}
-        self.errors: dict[str, int] = dict.fromkeys(OPS, 0)
-        self.first_error: dict[str, str] = {}
-        self.per_user: dict[str, int] = {}
-        self.sizes: list[int] = []
-
-    def more(self) -> bool:
-        n = next(self.slots)
-        if self.cfg.ops is not None and n >= self.cfg.ops:
-            return False
-        return self.deadline is None or time.monotonic() < self.deadline
-
-
-class _Client:
-    """One of ``concurrency`` clients (a Jepsen "process"), with its own seeded choices."""
-
-    def __init__(self, pid: int, load: _Load) -> None:
-        self.pid = pid
-        self.load = load
-        self.store = load.store
-        self.mix = load.cfg.mix
-        self.rng = random.Random(f"{load.cfg.seed}/{pid}")
-        self.n = 0
-        self.recent: dict[str, list[tuple[str, int, int]]] = {}
-        """Per user, how its last few contents were made (tag, offset, size), not the text."""
-
-    async def call(self, f: str, user: str, value: Any,
-                   make: Callable[[], Awaitable[Any]]) -> None:
-        """Time and record one call through the suite's recorder, as suite/workload.py does."""
-        load = self.load
-        started = time.perf_counter()
-        try:
-            async with load.history.record(self.pid, f, user, value) as c:
-                c.set(await make())
-        except (ValueError, TypeError):
-            pass  # recorded as fail: the checker judges whether the rejection was legal
-        except Exception as exc:
-            load.errors[f] += 1
-            load.first_error.setdefault(f, short(exc))
-            with contextlib.suppress(Exception):  # SPEC G10: recover after an indeterminate call
-                async with load.history.record(self.pid, "recover", "", None):
-                    await self.store.recover()
-        finally:
-            load.latency[f].append(time.perf_counter() - started)
-
-    def size(self) -> int:
-        cfg, r = self.load.cfg, self.rng.random()
-        if r < cfg.at_max:
-            return SPEC_MAX
-        if r < cfg.at_max + cfg.large:
-            return self.rng.randint(4_097, SPEC_MAX)
-        if r < cfg.at_max + cfg.large + cfg.medium:
-            return self.rng.randint(DIGEST_OVER + 1, 4_096)
-        return self.rng.randint(1, DIGEST_OVER)
-
-    def content(self, user: str) -> str:
-        self.n += 1
-        tag = f"p{self.pid} n{self.n}"
-        recipe = (tag, self.rng.randrange(SPEC_MAX), self.size())
-        text = self.load.contents.make(*recipe)
-        if recipe[2] <= DIGEST_OVER and self.rng.random() < self.load.cfg.odd:
-            cut = self.rng.randint(len(tag), len(text))
-            text = f"{text[:cut]}\x00🙂{text[cut:]}"[:max(len(tag), recipe[2])]
-            recipe = (text, -1, 0)  # short: keep the text itself
-        recent = self.recent.setdefault(user, [])
-        recent.append(recipe)
-        del recent[:-4]
-        self.load.sizes.append(len(text))
-        return text
-
-    def recall(self, recipe: tuple[str, int, int]) -> str:
-        tag, offset, size = recipe
-        return tag if offset < 0 else self.load.contents.make(tag, offset, size)
-
-    def user(self) -> str:
-        load = self.load
-        i = min(bisect_right(load.cum, self.rng.random() * load.cum[-1]), len(load.users) - 1)
-        return load.users[i]
-
-    async def append(self, user: str) -> None:
-        role = self.rng.choice(("user", "assistant", "system", "tool"))
-        text = self.content(user)
-        mid = f"m:{self.pid}/{self.n}" if self.rng.random() < self.mix.message_id else None
-        append = self.store.append_message
-        await self.call("append", user, (role, digest(text), mid),
-                        lambda: append(user, role, text, message_id=mid))
-        if mid is None:
-            return
-        if self.rng.random() < self.mix.retry:
-            await self.call("append", user, (role, digest(text), mid),
-                            lambda: append(user, role, text, message_id=mid))
-        if self.rng.random() < self.mix.conflict:
-            other = text[:SPEC_MAX - 9] + " (edited)"
-            await self.call("append", user, (role, digest(other), mid),
-                            lambda: append(user, role, other, message_id=mid))
-
-    async def one(self) -> None:
-        m, store = self.mix, self.store
-        f = self.rng.choices(OPS, (m.append, m.read, m.search, m.compact, m.forget))[0]
-        user = self.user()
-        self.load.per_user[user] = self.load.per_user.get(user, 0) + 1
-        if f == "append":
-            await self.append(user)
-        elif f == "read":
-            limit = self.rng.choice((1, 2, 4, 5, 10, 50, 1000))
-            await self.call("read", user, limit, lambda: store.get_history(user, limit))
-        elif f == "search":
-            recent = self.recent.get(user)
-            if recent and self.rng.random() < m.exact_search:
-                query = self.recall(self.rng.choice(recent))
-            else:
-                query = self.rng.choice(_VOCAB[:20])
-            k = self.rng.choice((1, 2, 5, 10))
-            await self.call("search", user, (digest(query), k),
-                            lambda: store.search(user, query, k))
-        elif f == "compact":
-            await self.call("compact", user, None, lambda: store.compact(user))
-        else:
-            self.recent.pop(user, None)
-            await self.call("forget", user, None, lambda: store.forget(user))
-
-    async def loop(self) -> None:
-        while self.load.more():
-            await self.one()
-            if self.rng.random() < self.mix.yield_:
-                await asyncio.sleep(0)  # scheduling, not waiting: let another client in
-
-
-async def storm(store: Any, cfg: LoadConfig) -> dict[str, Any]:
-    """The concurrent workload, the suite's quiescent phase, and the checker's verdict."""
-    load = _Load(store, cfg)
-    started = time.perf_counter()
-    await asyncio.gather(*(_Client(pid, load).loop() for pid in range(cfg.concurrency)))
-    wall = time.perf_counter() - started
-    hot = sorted(load.per_user, key=lambda u: -load.per_user[u])[:cfg.final_users]
-    quiet = time.perf_counter()
-    g11 = await quiesce(LoggedStore(store, load.history),
-                         Workload(seed=cfg.seed, processes=cfg.concurrency, users=tuple(hot)))
-    quiet = time.perf_counter() - quiet
-    checked = time.perf_counter()
-    anomalies = check(load.history, keep_last=int(store.keep_last),
-                      search_staleness=float(store.search_staleness)) + g11
-    checked = time.perf_counter() - checked
-    calls = sum(1 for op in load.history if op.type == "invoke")
-    by_guarantee: dict[str, int] = {}
-    for a in anomalies:
-        key = str(a.guarantee).split(" ", 1)[0]
-        by_guarantee[key] = by_guarantee.get(key, 0) + 1
-    ops: dict[str, Any] = {}
-    for f in OPS:
-        samples = load.latency[f]
-        ops[f] = {"count": len(samples), "per_s": len(samples) / wall if wall else 0.0,
-                  "p50_ms": pct(samples, 0.5) if samples else None,
-                  "p99_ms": pct(samples, 0.99) if samples else None,
-                  "errors": load.errors[f], "first_error": load.first_error.get(f)}
-    sizes = sorted(load.sizes)
-    return {
-        "calls": calls, "storm_calls": sum(len(v) for v in load.latency.values()),
-        "storm_s": wall, "quiesce_s": quiet, "check_s": checked,
-        "calls_per_s": sum(len(v) for v in load.latency.values()) / wall if wall else 0.0,
-        "users_touched": len(load.per_user), "hottest_user_calls": max(load.per_user.values(),
-                                                                       default=0),
-        "content_sizes": {"appends": len(sizes), "max": sizes[-1] if sizes else 0,
-                          "p50": sizes[len(sizes) // 2] if sizes else 0,
-                          "at_spec_max": sum(1 for s in sizes if s == SPEC_MAX),
-                          "over_4096": sum(1 for s in sizes if s > 4096)},
-        "anomalies": len(anomalies), "by_guarantee": dict(sorted(by_guarantee.items())),
-        "anomalies_per_1k": 1000.0 * len(anomalies) / calls if calls else 0.0,
-        "first_anomalies": [str(a)[:600] for a in anomalies[:3]],
-        "ops": ops}
-
-
 # -- memory -----------------------------------------------------------------------
 
 class RssSampler:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -33,13 +33,10 @@ TIMEOUT = 10.0
 (``resp_ha.DOWN_AFTER_MS`` plus the election), which the store must wait out within it."""
 
 
-@pytest.fixture(scope="module")
-def groups() -> Iterator[EmbeddedProvider]:
-    provider = EmbeddedProvider()
-    try:
-        yield provider
-    finally:
-        provider.close()
+@pytest.fixture
+def groups(engines: EmbeddedProvider) -> EmbeddedProvider:
+    """This worker's shared engines (conftest's ``engines``), under this module's name."""
+    return engines
 
 
 class CountingLog(RedisLog):

@@ -19,7 +19,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -42,13 +41,10 @@ DIGITS = "0123456789abcdef"
 DIM = 8
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[EmbeddedProvider]:
-    provider = EmbeddedProvider()
-    try:
-        yield provider
-    finally:
-        provider.close()
+@pytest.fixture
+def cluster(engines: EmbeddedProvider) -> EmbeddedProvider:
+    """This worker's shared engines (conftest's ``engines``), under this module's name."""
+    return engines
 
 
 def _part(provider: EmbeddedProvider) -> RespCluster:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -33,13 +33,10 @@ pytestmark = pytest.mark.xdist_group("redis-sentinel")
 slow = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def groups() -> Iterator[EmbeddedProvider]:
-    provider = EmbeddedProvider()
-    try:
-        yield provider
-    finally:
-        provider.close()
+@pytest.fixture
+def groups(engines: EmbeddedProvider) -> EmbeddedProvider:
+    """This worker's shared engines (conftest's ``engines``), under this module's name."""
+    return engines
 
 
 def _group(provider: EmbeddedProvider, engine: str = "redis-sentinel") -> SentinelGroup:

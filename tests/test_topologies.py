@@ -14,7 +14,6 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
 
 import psutil
 import psycopg
@@ -27,13 +26,10 @@ from nomnesia.adapters.engines.postgres_ha import PostgresPair
 pytestmark = [pytest.mark.xdist_group("postgres-ha"), pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def pairs() -> Iterator[EmbeddedProvider]:
-    provider = EmbeddedProvider()
-    try:
-        yield provider
-    finally:
-        provider.close()
+@pytest.fixture
+def pairs(engines: EmbeddedProvider) -> EmbeddedProvider:
+    """This worker's shared engines (conftest's ``engines``), under this module's name."""
+    return engines
 
 
 def _pair(provider: EmbeddedProvider, engine: str) -> PostgresPair:

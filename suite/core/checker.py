@@ -20,35 +20,25 @@ the next ``recover()``: reads in that window are only checked for isolation.
 Each anomaly carries the smallest part of the history that shows it: the
 checker builds it from the evidence, then shrinks it by re-checking the
 evidence with one call left out at a time.
+
+This module is longer than the project's 500 lines on purpose. What it shared with
+``checker_keyed`` (anomalies, reporting, shrinking, taint and forget windows) is in
+``checker_common``; what is left is one user's indexes and the rules that read them,
+each rule a method over the same indexes: the checker's rules stay one concern, and
+cutting them in two would only scatter them.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from itertools import accumulate, pairwise
+from collections.abc import Sequence
+from itertools import pairwise
 
 from ..contract import SUMMARY_ROLE, Guarantee
+from .checker_common import PER_KIND, Anomaly, Reporter, Spans, ranked, shrink, taints
 from .history import UNBOUNDED, Call, History, Op, Rec, pair, short_id
 
-__all__ = ["Anomaly", "check", "shrink"]
-
-_PER_KIND = 3  # anomalies of one kind reported per user: the first few tell the story
-_MINIMISE = 10  # anomalies shrunk per check: shrinking re-runs the checker
-
-
-@dataclass(frozen=True)
-class Anomaly:
-    """One way a history breaks SPEC.md, and the ops that prove it."""
-
-    guarantee: Guarantee
-    message: str
-    ops: list[Op]
-    kind: str = field(default="", compare=False)  # stable tag, used to re-find it when shrinking
-
-    def __str__(self) -> str:
-        return "\n".join([f"{self.guarantee}: {self.message}", *(f"  {op}" for op in self.ops)])
+__all__ = ["Anomaly", "check", "shrink"]  # Anomaly and shrink: checker_common's, as before
 
 
 def check(history: History | Sequence[Op], *, keep_last: int, search_staleness: float,
@@ -73,71 +63,32 @@ def check(history: History | Sequence[Op], *, keep_last: int, search_staleness: 
     found: list[Anomaly] = []
     for user, ucalls in by_user.items():
         found += _UserChecker(user, ucalls, recovers, owners, keep_last, search_staleness).run()
-    found.sort(key=lambda a: (a.ops[-1].index if a.ops else 0, a.guarantee.number))
-    if minimise:
-        def recheck(ops: list[Op]) -> list[Anomaly]:
-            return check(ops, keep_last=keep_last, search_staleness=search_staleness,
-                         minimise=False)
 
-        found = [shrink(a, recheck) if i < _MINIMISE else a for i, a in enumerate(found)]
-    return found
+    def recheck(ops: list[Op]) -> list[Anomaly]:
+        return check(ops, keep_last=keep_last, search_staleness=search_staleness, minimise=False)
+
+    return ranked(found, recheck, minimise)
 
 
-def shrink(anomaly: Anomaly, recheck: Callable[[list[Op]], list[Anomaly]]) -> Anomaly:
-    """Drop every call whose absence still leaves the same anomaly (one-minimal, like ddmin).
-
-    ``recheck`` is the checker that found it, run on a part of the history.
-    """
-    calls = pair(anomaly.ops)
-
-    def shows(subset: list[Call]) -> bool:
-        ops = sorted((op for c in subset for op in c.ops), key=lambda op: op.index)
-        return any(a.kind == anomaly.kind and a.guarantee is anomaly.guarantee
-                   for a in recheck(ops))
-
-    if len(calls) <= 1 or not shows(calls):
-        return anomaly
-    i = 0
-    while i < len(calls) and len(calls) > 1:
-        trial = calls[:i] + calls[i + 1:]
-        if shows(trial):
-            calls = trial
-        else:
-            i += 1
-    ops = sorted((op for c in calls for op in c.ops), key=lambda op: op.index)
-    return Anomaly(anomaly.guarantee, anomaly.message, ops, anomaly.kind)
-
-
-def _ops(*calls: Call | None) -> list[Op]:
-    seen: dict[int, Op] = {}
-    for c in calls:
-        if c is not None:
-            for op in c.ops:
-                seen[op.index] = op
-    return [seen[i] for i in sorted(seen)]
-
-
-class _UserChecker:
+class _UserChecker(Reporter):
     """All checks for one user's calls; different users never interact (G9 aside)."""
 
     def __init__(self, user: str, calls: list[Call], recovers: list[Call],
                  owners: dict[str, set[str]], keep_last: int, staleness: float) -> None:
+        super().__init__()
         self.user = user
         self.keep_last = keep_last
         self.staleness_ns = int(staleness * 1e9)
         self.owners = owners
-        self.found: list[Anomaly] = []
-        self._counts: dict[tuple[Guarantee, str], int] = {}
         self._missing = 0
         self.appends = [c for c in calls if c.f == "append"]
         self.reads = [c for c in calls if c.f == "read" and c.ok]
         self.searches = [c for c in calls if c.f == "search" and c.ok]
         self.compacts = [c for c in calls if c.f == "compact"]
         self.forgets = [(c.lo, c.hi, c) for c in calls if c.f == "forget" and not c.failed]
-        self._f_los = [lo for lo, _, _ in self.forgets]  # calls come sorted by invoke
-        self._f_ends = list(accumulate((hi for _, hi, _ in self.forgets), max))
-        self.taints = self._taints(calls, recovers)
-        self.clean_reads = [r for r in self.reads if not self._tainted(r)]
+        self.forget_spans = Spans((lo, hi) for lo, hi, _ in self.forgets)
+        self.taints = taints(calls, recovers)
+        self.clean_reads = [r for r in self.reads if not self.taints.touch(r)]
         # Who may have produced each id: appends (ok, or indeterminate with a
         # message_id) and compactions (ok).
         self.producers: dict[str, list[Call]] = {}
@@ -166,40 +117,16 @@ class _UserChecker:
 
     # -- plumbing -------------------------------------------------------------------------
 
-    def report(self, guarantee: Guarantee, kind: str, message: str, *calls: Call | None) -> None:
-        key = (guarantee, kind.split(":", 1)[0])
-        n = self._counts.get(key, 0)
-        if n < _PER_KIND:
-            self._counts[key] = n + 1
-            self.found.append(Anomaly(guarantee, message, _ops(*calls), kind))
-
-    @staticmethod
-    def _taints(calls: list[Call], recovers: list[Call]) -> list[tuple[int, int]]:
-        """Windows from an interrupted write to the end of the next recover() after it (G10)."""
-        spans = []
-        for c in calls:
-            # Only a call that raised was interrupted; one still in flight is just concurrent.
-            end = c.completion
-            if end is not None and end.type == "info" and c.f in ("append", "compact", "forget"):
-                after = [r.hi for r in recovers if r.lo > end.index]
-                spans.append((c.lo, min(after, default=UNBOUNDED)))
-        return spans
-
-    def _tainted(self, c: Call) -> bool:
-        return any(lo < c.hi and c.lo < hi for lo, hi in self.taints)
-
     def forget_between(self, lo: int, hi: int) -> bool:
         """Whether some forget may have taken effect after ``lo`` and before ``hi``."""
-        return self.cut(hi) > lo
+        return self.forget_spans.overlaps(lo, hi)
 
     def cut(self, hi: int) -> int:
         """Facts established by calls invoked at or before this index may have been forgotten.
 
-        The latest end of a forget invoked before ``hi``: a prefix maximum over
-        forgets sorted by invoke, so each question is one bisection.
+        The latest end of a forget invoked before ``hi`` (one bisection).
         """
-        k = bisect_left(self._f_los, hi)
-        return self._f_ends[k - 1] if k else -1
+        return self.forget_spans.end_before(hi)
 
     def who(self, entry_id: str) -> str:
         c = self.ack.get(entry_id)
@@ -266,7 +193,7 @@ class _UserChecker:
                                 f"{r.user_id!r}", c)
                 else:
                     mine.append(r)
-            if self._tainted(c):
+            if self.taints.touch(c):
                 continue
             g = Guarantee.READ_YOUR_WRITES if is_read else Guarantee.SEARCH
             if isinstance(bound, int) and len(entries) > bound:
@@ -553,7 +480,7 @@ class _UserChecker:
     def missing(self, m: str, witness: Call, c: Call,
                 views: dict[int, tuple[dict[str, Rec], Rec | None]]) -> None:
         self._missing += 1
-        if self._missing > _PER_KIND:
+        if self._missing > PER_KIND:
             return  # the first few losses tell the story; classifying more costs time
         for k in self.compacts:
             if k.lo < c.hi and k.hi > c.lo and (
@@ -649,7 +576,7 @@ class _UserChecker:
         for entry_id, makers in self.producers.items():
             made_by[entry_id] = max(p.hi for p in makers)
         for c in self.searches + self.clean_reads:
-            if self._tainted(c):
+            if self.taints.touch(c):
                 continue
             entries: tuple[Rec, ...] = c.value or ()
             pos = bisect_left(done_his, c.lo)

@@ -47,20 +47,17 @@ tests/test_checker_keyed_diff.py holds the two to the same anomalies.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
-from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, pairwise
 
 from ..contract import SUMMARY_ROLE, Guarantee
-from .checker import Anomaly, shrink
+from .checker_common import PER_KIND, Anomaly, Reporter, Spans, ranked, taints
+from .checker_graph import Reach, components, first_witness
 from .history import UNBOUNDED, Call, History, Op, Rec, pair
 from .view import content_key
 
 __all__ = ["check_keyed"]
-
-_PER_KIND = 3
-_MINIMISE = 10
 
 
 def check_keyed(history: History | Sequence[Op], *, recover: bool, compact: bool,
@@ -85,14 +82,12 @@ def check_keyed(history: History | Sequence[Op], *, recover: bool, compact: bool
     for user, ucalls in by_user.items():
         found += _User(user, ucalls, recovers if recover else None, owners, compact,
                        search_staleness).run()
-    found.sort(key=lambda a: (a.ops[-1].index if a.ops else 0, a.guarantee.number))
-    if minimise:
-        def recheck(part: list[Op]) -> list[Anomaly]:
-            return check_keyed(part, recover=recover, compact=compact,
-                               search_staleness=search_staleness, minimise=False)
 
-        found = [shrink(a, recheck) if i < _MINIMISE else a for i, a in enumerate(found)]
-    return found
+    def recheck(part: list[Op]) -> list[Anomaly]:
+        return check_keyed(part, recover=recover, compact=compact,
+                           search_staleness=search_staleness, minimise=False)
+
+    return ranked(found, recheck, minimise)
 
 
 def _key_of(append: Call) -> str:
@@ -102,15 +97,6 @@ def _key_of(append: Call) -> str:
 
 def _show(key: str) -> str:
     return repr(key if len(key) <= 40 else key[:37] + "...")
-
-
-def _ops(*calls: Call | None) -> list[Op]:
-    seen: dict[int, Op] = {}
-    for c in calls:
-        if c is not None:
-            for op in c.ops:
-                seen[op.index] = op
-    return [seen[i] for i in sorted(seen)]
 
 
 @dataclass
@@ -125,26 +111,22 @@ class _Read:
     position: dict[str, int] = field(default_factory=dict)
 
 
-class _User:
+class _User(Reporter):
     """Every check for one user's calls."""
 
     def __init__(self, user: str, calls: list[Call], recovers: list[Call] | None,
                  owners: dict[str, set[str]], compact: bool, staleness: float) -> None:
+        super().__init__()
         self.user = user
         self.owners = owners
         self.compact = compact
         self.staleness_ns = int(staleness * 1e9)
-        self.found: list[Anomaly] = []
-        self._counts: dict[tuple[Guarantee, str], int] = {}
         self.appends = [c for c in calls if c.f == "append"]
         self.compacts = [c for c in calls if c.f == "compact"]
         self.forgets = [c for c in calls if c.f == "forget" and not c.failed]
         self.reads = [c for c in calls if c.f == "read" and c.ok]
         self.searches = [c for c in calls if c.f == "search" and c.ok]
-        # Calls come sorted by invoke: "did any forget overlap (lo, hi)" is then a bisect
-        # on their invokes and a running maximum of their ends, not a scan of every forget.
-        self._f_los = [f.lo for f in self.forgets]
-        self._f_ends = list(accumulate((f.hi for f in self.forgets), max))
+        self.forget_spans = Spans((f.lo, f.hi) for f in self.forgets)
         self._first_compact = min((k.lo for k in self.compacts), default=UNBOUNDED)
         self.acked: dict[str, Call] = {}
         self.made: dict[str, Call] = {}  # key -> an append that may have written it
@@ -157,52 +139,19 @@ class _User:
                 self.rejected.setdefault(key, c)
             else:
                 self.made.setdefault(key, c)
-        taints = sorted(self._taints(calls, recovers))
-        self._t_los = [lo for lo, _ in taints]
-        self._t_ends = list(accumulate((hi for _, hi in taints), max))
+        self.taints = taints(calls, recovers)
         self.views: dict[int, _Read] = {}
         self.edges: dict[str, dict[str, Call]] = {}  # a -> b -> read that showed a just before b
-        self.order = _Reach({})
-
-    def report(self, guarantee: Guarantee, kind: str, message: str, *calls: Call | None) -> None:
-        key = (guarantee, kind.split(":", 1)[0])
-        n = self._counts.get(key, 0)
-        if n < _PER_KIND:
-            self._counts[key] = n + 1
-            self.found.append(Anomaly(guarantee, message, _ops(*calls), kind))
-
-    def capped(self, guarantee: Guarantee, kind: str) -> bool:
-        """Whether ``report`` would drop another anomaly of this kind (spare the search)."""
-        return self._counts.get((guarantee, kind), 0) >= _PER_KIND
-
-    @staticmethod
-    def _taints(calls: list[Call], recovers: list[Call] | None) -> list[tuple[int, int]]:
-        spans = []
-        r_los = [r.lo for r in recovers or ()]  # sorted: calls come in invoke order
-        r_his = list(accumulate(reversed([r.hi for r in recovers or ()]), min))[::-1]
-        for c in calls:
-            end = c.completion
-            if end is not None and end.type == "info" and c.f in ("append", "compact", "forget"):
-                if recovers is None:  # no recover(): whole again once the call has returned
-                    spans.append((c.lo, end.index))
-                else:  # the earliest end of a recover invoked after the call ended
-                    i = bisect_right(r_los, end.index)
-                    spans.append((c.lo, r_his[i] if i < len(r_his) else UNBOUNDED))
-        return spans
-
-    def tainted(self, c: Call) -> bool:
-        i = bisect_left(self._t_los, c.hi)  # taints that began before c ended
-        return i > 0 and self._t_ends[i - 1] > c.lo
+        self.order = Reach({})
 
     def forget_end(self, hi: int) -> int:
         """The latest end of a forget invoked before ``hi`` (-1: none): a write whose call
         began before it may have been forgotten by ``hi``."""
-        i = bisect_left(self._f_los, hi)
-        return self._f_ends[i - 1] if i else -1
+        return self.forget_spans.end_before(hi)
 
     def forgotten_between(self, lo: int, hi: int) -> bool:
         """Whether a forget may have taken effect after ``lo`` and before ``hi``."""
-        return self.forget_end(hi) > lo
+        return self.forget_spans.overlaps(lo, hi)
 
     def compacted_before(self, hi: int) -> bool:
         return self.compact and self._first_compact < hi
@@ -214,7 +163,7 @@ class _User:
             self.check_read(c)
         clean = [self.views[c.lo] for c in self.reads if c.lo in self.views]
         self.check_order(clean)
-        self.order = _Reach(self.edges)
+        self.order = Reach(self.edges)
         self.check_durability(clean)
         self.check_forget()
         self.check_searches()
@@ -237,7 +186,7 @@ class _User:
                             f"{r.user_id!r}", c)
             else:
                 own.append(r)
-        if self.tainted(c):
+        if self.taints.touch(c):
             return
         bound = c.arg if is_read else c.arg[1]
         g = Guarantee.READ_YOUR_WRITES if is_read else Guarantee.SEARCH
@@ -278,29 +227,6 @@ class _User:
 
     # -- G5 -------------------------------------------------------------------------------
 
-    def reaches(self, a: str, b: str, within: dict[str, int] | None = None) -> Call | None:
-        """A read on a path that shows ``a`` before ``b`` (None: no read orders them so).
-
-        ``within``: every node's component of a graph that holds every path from ``a`` to
-        ``b``; the search skips nodes of other components (none of them leads to ``b``, so
-        the path found, and its witness, are the same)."""
-        if a == b:
-            return None
-        part = None if within is None else within[a]
-        seen = {a}
-        todo: deque[tuple[str, Call | None]] = deque([(a, None)])
-        while todo:
-            node, witness = todo.popleft()
-            for nxt, read in self.edges.get(node, {}).items():
-                if nxt in seen or (within is not None and within[nxt] != part):
-                    continue
-                w = witness or read
-                if nxt == b:
-                    return w
-                seen.add(nxt)
-                todo.append((nxt, w))
-        return None
-
     def check_order(self, clean: list[_Read]) -> None:
         """Every read agrees on one order; none puts a message before an older one.
 
@@ -313,14 +239,14 @@ class _User:
             every.update((m, every.get(m, {})) for m in view.messages)
             for a, b in pairwise(view.messages):
                 every[a][b] = None
-        component = _components(every)
+        component = components(every)
         for view in clean:
             c = view.call
             for a, b in pairwise(view.messages):
                 if b in self.edges.get(a, {}):
                     continue
                 if component[a] == component[b]:
-                    other = self.reaches(b, a, component)
+                    other = first_witness(self.edges, b, a, component)
                     if other is not None and not self.forgotten_between(min(other.lo, c.lo),
                                                                          max(other.hi, c.hi)):
                         self.report(Guarantee.ORDER, f"flip:{c.lo}",
@@ -394,7 +320,7 @@ class _User:
                     j = bisect_right(made_los, append.lo)
                     made_los.insert(j, append.lo)
                     made_keys.insert(j, key)
-            if lost >= _PER_KIND:
+            if lost >= PER_KIND:
                 continue  # only the first few lost keys are reported
             gone = self.forget_end(c.hi)  # a witness invoked before it may be forgotten
             if view.summaries or view.full:
@@ -418,7 +344,7 @@ class _User:
                           if k not in view.position and w.lo >= gone]
             for key in missed:
                 lost += 1
-                if lost <= _PER_KIND:
+                if lost <= PER_KIND:
                     self.missing(key, required[key], view, clean)
         self.check_covered(clean, fact_hi, required)
 
@@ -507,7 +433,7 @@ class _User:
         ends = [f.hi for f in by_end]
         latest = list(accumulate((f.lo for f in by_end), max))
         for c in self.reads + self.searches:
-            if self.tainted(c):
+            if self.taints.touch(c):
                 continue
             n = bisect_left(ends, c.lo)
             if not n:
@@ -527,7 +453,7 @@ class _User:
     def check_searches(self) -> None:
         """G4: the exact content of a live, acknowledged message is found once staleness passed."""
         for c in self.searches:
-            if self.tainted(c):
+            if self.taints.touch(c):
                 continue
             query, k = c.arg
             key = _key_content(query)
@@ -547,130 +473,3 @@ class _User:
 
 def _key_content(query: object) -> str:
     return content_key(query) if isinstance(query, str) else ""
-
-
-def _components(graph: dict[str, dict[str, None]] | dict[str, dict[str, Call]]) -> dict[str, int]:
-    """Each node's strongly connected component (Tarjan's, without recursion).
-
-    Components are numbered in the order Tarjan's algorithm closes them, which is a
-    reverse topological order: an edge between two components runs from the higher
-    number to the lower. A node only some edge names is numbered too."""
-    number: dict[str, int] = {}
-    low: dict[str, int] = {}
-    component: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    closed = 0
-    for root in graph:
-        if root in number:
-            continue
-        number[root] = low[root] = len(number)
-        stack.append(root)
-        on_stack.add(root)
-        work: list[tuple[str, Iterable[str]]] = [(root, iter(graph[root]))]
-        while work:
-            node, children = work[-1]
-            for child in children:
-                if child not in number:
-                    number[child] = low[child] = len(number)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(graph.get(child, {}))))
-                    break
-                if child in on_stack:
-                    low[node] = min(low[node], number[child])
-            else:
-                work.pop()
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[node])
-                if low[node] == number[node]:
-                    while True:
-                        top = stack.pop()
-                        on_stack.discard(top)
-                        component[top] = closed
-                        if top == node:
-                            break
-                    closed += 1
-    return component
-
-
-class _Reach:
-    """Reachability in the final order graph (a read's order, through every read).
-
-    The graph is condensed to its strongly connected components, numbered in reverse
-    topological order, so a component reaches only lower numbers: most questions are
-    answered by comparing two numbers, the rest by a search that never leaves the range
-    between them. ``below`` finds, for a read, the keys required in time that lie below
-    one of its messages but are not among them: each component knows the earliest fact
-    of anything it reaches, so the walk enters only parts that can hold such a key."""
-
-    def __init__(self, edges: dict[str, dict[str, Call]]) -> None:
-        self.edges = edges
-        self.component = _components(edges)
-        n = max(self.component.values(), default=-1) + 1
-        self.next: list[set[int]] = [set() for _ in range(n)]
-        self.members: list[list[str]] = [[] for _ in range(n)]
-        for node, k in self.component.items():
-            self.members[k].append(node)
-            self.next[k].update(self.component[b] for b in edges.get(node, {}))
-            self.next[k].discard(k)
-        self.earliest: list[int] = []
-        self.fact_hi: dict[str, int] = {}
-        self._memo: dict[tuple[int, int], bool] = {}
-
-    def index_facts(self, fact_hi: dict[str, int]) -> None:
-        """Record each key's earliest fact, and each component's earliest below it."""
-        self.fact_hi = fact_hi
-        self.earliest = []
-        for k, nodes in enumerate(self.members):  # successors have lower numbers: done
-            own = min((fact_hi.get(m, UNBOUNDED) for m in nodes), default=UNBOUNDED)
-            self.earliest.append(min([own, *(self.earliest[j] for j in self.next[k])]))
-
-    def reaches(self, a: str, b: str) -> bool:
-        """Whether a path leads from ``a`` to ``b`` (never from a node to itself)."""
-        if a == b:
-            return False
-        ka, kb = self.component.get(a), self.component.get(b)
-        if ka is None or kb is None or kb > ka:
-            return False
-        if ka == kb:
-            return True
-        known = self._memo.get((ka, kb))
-        if known is None:
-            known = False
-            seen = {ka}
-            todo = [ka]
-            while todo and not known:
-                for j in self.next[todo.pop()]:
-                    if j == kb:
-                        known = True
-                        break
-                    if j > kb and j not in seen:
-                        seen.add(j)
-                        todo.append(j)
-            self._memo[(ka, kb)] = known
-        return known
-
-    def below(self, messages: list[str], position: dict[str, int], before: int) -> list[str]:
-        """Keys whose earliest fact ended before ``before``, not among ``messages`` and
-        reached from one of them through a node that is not (a superset of the keys
-        ``messages[0]`` reaches, a read's order being only mostly a path)."""
-        found: list[str] = []
-        seen: set[int] = set()
-        todo: list[int] = []
-        for m in messages:
-            for b in self.edges.get(m, {}):
-                k = self.component[b]
-                if b not in position and k not in seen and self.earliest[k] < before:
-                    seen.add(k)
-                    todo.append(k)
-        while todo:
-            k = todo.pop()
-            found.extend(m for m in self.members[k]
-                         if m not in position and self.fact_hi.get(m, UNBOUNDED) < before)
-            for j in self.next[k]:
-                if j not in seen and self.earliest[j] < before:
-                    seen.add(j)
-                    todo.append(j)
-        return found

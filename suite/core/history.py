@@ -21,6 +21,7 @@ back, bounded, for the failure messages.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
@@ -31,8 +32,7 @@ from typing import Any, NamedTuple, cast
 from ..contract import ConsistencyReport, EntryLike
 
 __all__ = ["FUNCTIONS", "TYPES", "UNBOUNDED", "Call", "History", "Op", "Rec", "call_text",
-           "describe", "method", "pair", "rec", "short_id",
-           "short_repr"]
+           "describe", "method", "pair", "rec", "short_id", "short_repr"]
 
 TYPES = frozenset({"invoke", "ok", "fail", "info"})
 FUNCTIONS = frozenset({"append", "read", "search", "compact", "forget", "recover",
@@ -407,10 +407,7 @@ class History:
 
     def idle_process(self) -> int:
         """The lowest process number with no call in flight: concurrent calls get their own."""
-        n = 0
-        while n in self._running:
-            n += 1
-        return n
+        return next(n for n in itertools.count() if n not in self._running)
 
     def in_flight(self) -> list[Op]:
         """The invokes recorded here whose call has not completed yet."""

@@ -23,12 +23,12 @@ import itertools
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from ..contract import Guarantee
+from ..contract import MAX_CONTENT, Guarantee
 from .checker import Anomaly, check
 from .checker_keyed import check_keyed
 from .checks import consistent
@@ -38,8 +38,8 @@ from .profiles import Resolved
 from .recorder import LoggedStore, opened
 from .violations import UsageMistake
 
-__all__ = ["DEFAULT_USERS", "During", "Mix", "Outcome", "Workload", "for_profile", "quiesce",
-           "resolve_rounds", "resolve_seed", "run", "run_rounds"]
+__all__ = ["DEFAULT_USERS", "Client", "During", "Mix", "Outcome", "Workload", "for_profile",
+           "quiesce", "resolve_rounds", "resolve_seed", "run", "run_rounds"]
 
 DEFAULT_USERS: tuple[str, ...] = ("ann", "anna", "Ann", "ann*", 'o\'b "q" {x}:%\\ 🙂')
 """Ids that collide in stores that filter by prefix, pattern, case or query syntax."""
@@ -47,6 +47,8 @@ DEFAULT_USERS: tuple[str, ...] = ("ann", "anna", "Ann", "ann*", 'o\'b "q" {x}:%\
 _WORDS = ("apple", "berry", "cloud", "delta", "ember", "fjord", "grain", "harbor", "iris",
           "jade", "kettle", "lumen", "moss", "nectar", "olive", "pearl", "quartz", "river",
           "café", "naïve", "日本", "🙂", "tab\there", "line\nbreak")
+_EDITED = " (edited)"
+"""What a conflicting retry adds to the content (cut to fit SPEC's maximum)."""
 _FINAL_LIMIT = 100_000
 _FINAL_SEARCHES = 3
 
@@ -167,34 +169,64 @@ def resolve_rounds(default: int) -> int:
     return max(1, int(env)) if env else default
 
 
-class _Client:
-    """One concurrent client ("process" in Jepsen's terms) with its own seeded choices."""
+_C = TypeVar("_C", bound="Client")
 
-    def __init__(self, pid: int, store: LoggedStore, workload: Workload,
-                 slots: itertools.count[int]) -> None:
+
+class Client:
+    """One concurrent client ("process" in Jepsen's terms) with its own seeded choices.
+
+    The suite's workload runs it as it is. The load benchmark (bench/bench_load.py)
+    subclasses it: it changes the choices (which user, which content, limit, query),
+    how a call is sent and recorded, and when the load ends, through the hooks below,
+    and keeps the rest, so both make the same calls in the same way (retries,
+    conflicting retries, recovery after an indeterminate call). A hook that changes
+    no choice draws nothing from ``rng``: the seed's calls stay the seed's calls.
+    """
+
+    KS: tuple[int, ...] = (1, 2, 3, 5, 10)
+    """The ``k`` a search asks for."""
+
+    def __init__(self, pid: int, store: Any, mix: Mix, seed: int, users: Sequence[str],
+                 slots: itertools.count[int] | None = None, ops: int = 0) -> None:
         self.pid = pid
-        self.store = store.client(pid)
-        self.workload = workload
-        self.mix = workload.mix
-        self.slots = slots
-        self.rng = random.Random(f"{workload.seed}/{pid}")
+        self.store = store
+        self.mix = mix
+        self.users = users
+        self.slots = slots if slots is not None else itertools.count()
+        self.ops = ops
+        self.rng = random.Random(f"{seed}/{pid}")
         self.n = 0
-        self.recent: dict[str, list[str]] = {}
+        self.recent: dict[str, list[Any]] = {}
+        """Per user, its last few contents (or what ``recall`` remakes them from)."""
 
-    async def call(self, make: Callable[[], Awaitable[Any]]) -> str:
-        """Run one call (``self.store`` records it); ``fail``/``info`` are outcomes here."""
-        try:
-            await make()
-        except UsageMistake:
-            raise  # a usage error: no call reached the store
-        except (ValueError, TypeError):
-            return "fail"
-        except Exception:
-            # Indeterminate: SPEC G10 promises the guarantees again after recover().
-            with contextlib.suppress(Exception):  # recorded as info; the checker is lenient
-                await self.store.recover()
-            return "info"
-        return "ok"
+    @classmethod
+    def for_workload(cls: type[_C], pid: int, store: LoggedStore, workload: Workload,
+                     slots: itertools.count[int]) -> _C:
+        """The suite's client ``pid``: its calls recorded as that process of ``store``'s log,
+        sharing ``workload.ops`` calls with the clients given the same ``slots``."""
+        return cls(pid, store.client(pid), workload.mix, workload.seed, workload.users, slots,
+                   workload.ops)
+
+    # -- hooks: the choices, and how a call is sent -----------------------------------
+
+    async def send(self, make: Callable[[], Awaitable[Any]], f: str, user: str,
+                   value: Any) -> None:
+        """Make the call; ``self.store`` (a ``LoggedStore``) records it, so the rest is unused."""
+        await make()
+
+    async def recover(self) -> None:
+        """``recover()`` after an indeterminate call (SPEC G10)."""
+        await self.store.recover()
+
+    def errored(self, f: str, exc: Exception) -> None:
+        """A call raised something other than a rejection (the bench counts these)."""
+
+    def more(self) -> bool:
+        """Whether to make another call: the workload shares ``ops`` slots among clients."""
+        return next(self.slots) < self.ops
+
+    def user(self) -> str:
+        return self.rng.choice(self.users)
 
     def content(self, user: str) -> str:
         self.n += 1
@@ -205,53 +237,96 @@ class _Client:
         del recent[:-8]
         return text
 
+    def message_id(self) -> str:
+        return f"m:{self.pid}/{self.n} *\"{{x}}%"
+
+    def limit(self) -> int:
+        keep = int(getattr(self.store, "keep_last", 4))
+        return self.rng.choice((1, 2, 3, keep, keep + 1, 5, 10, 50, 1000))
+
+    def query(self, user: str) -> str:
+        recent = self.recent.get(user)
+        if recent and self.rng.random() < self.mix.exact_search:
+            return str(self.rng.choice(recent))
+        return self.rng.choice(_WORDS)
+
+    def recorded(self, text: str) -> str:
+        """What the history keeps of a content or query (the bench keeps a digest)."""
+        return text
+
+    def forgetting(self, user: str) -> None:
+        """About to forget ``user`` (the bench stops searching for its old contents)."""
+
+    # -- the calls --------------------------------------------------------------------
+
+    async def call(self, make: Callable[[], Awaitable[Any]], f: str = "", user: str = "",
+                   value: Any = None) -> str:
+        """Run one call (``send`` records it); ``fail``/``info`` are outcomes here.
+
+        ``f``, ``user`` and ``value`` say what the call is, for a ``send`` that records
+        it itself."""
+        try:
+            await self.send(make, f, user, value)
+        except UsageMistake:
+            raise  # a usage error: no call reached the store
+        except (ValueError, TypeError):
+            return "fail"
+        except Exception as exc:
+            self.errored(f, exc)
+            # Indeterminate: SPEC G10 promises the guarantees again after recover().
+            with contextlib.suppress(Exception):  # recorded as info; the checker is lenient
+                await self.recover()
+            return "info"
+        return "ok"
+
     async def append(self, user: str) -> None:
         role = self.rng.choice(("user", "assistant", "system", "tool"))
         content = self.content(user)
         mid: str | None = None
         if self.rng.random() < self.mix.message_id:
-            mid = f"m:{self.pid}/{self.n} *\"{{x}}%"
+            mid = self.message_id()
         append = self.store.append_message
-        await self.call(lambda: append(user, role, content, message_id=mid))
+        said = (role, self.recorded(content), mid)
+        await self.call(lambda: append(user, role, content, message_id=mid), "append", user, said)
         if mid is None:
             return
         if self.rng.random() < self.mix.retry:
-            await self.call(lambda: append(user, role, content, message_id=mid))
+            await self.call(lambda: append(user, role, content, message_id=mid), "append", user,
+                            said)
         if self.rng.random() < self.mix.conflict:
-            other = content + " (edited)"
-            await self.call(lambda: append(user, role, other, message_id=mid))
-        if self.rng.random() < self.mix.twin:
-            twin = self.rng.choice([u for u in self.workload.users if u != user] or [user])
+            other = content[:MAX_CONTENT - len(_EDITED)] + _EDITED
+            await self.call(lambda: append(user, role, other, message_id=mid), "append", user,
+                            (role, self.recorded(other), mid))
+        if self.mix.twin and self.rng.random() < self.mix.twin:
+            twin = self.rng.choice([u for u in self.users if u != user] or [user])
             twin_content = self.content(twin)
-            await self.call(lambda: append(twin, role, twin_content, message_id=mid))
+            await self.call(lambda: append(twin, role, twin_content, message_id=mid), "append",
+                            twin, (role, self.recorded(twin_content), mid))
 
     async def one(self) -> None:
         m = self.mix
         f = self.rng.choices(("append", "read", "search", "compact", "forget"),
                              (m.append, m.read, m.search, m.compact, m.forget))[0]
-        user = self.rng.choice(self.workload.users)
+        user = self.user()
         store = self.store
         if f == "append":
             await self.append(user)
         elif f == "read":
-            keep = int(getattr(store, "keep_last", 4))
-            limit = self.rng.choice((1, 2, 3, keep, keep + 1, 5, 10, 50, 1000))
-            await self.call(lambda: store.get_history(user, limit))
+            limit = self.limit()
+            await self.call(lambda: store.get_history(user, limit), "read", user, limit)
         elif f == "search":
-            recent = self.recent.get(user)
-            if recent and self.rng.random() < m.exact_search:
-                query = self.rng.choice(recent)
-            else:
-                query = self.rng.choice(_WORDS)
-            k = self.rng.choice((1, 2, 3, 5, 10))
-            await self.call(lambda: store.search(user, query, k))
+            query = self.query(user)
+            k = self.rng.choice(self.KS)
+            await self.call(lambda: store.search(user, query, k), "search", user,
+                            (self.recorded(query), k))
         elif f == "compact":
-            await self.call(lambda: store.compact(user))
+            await self.call(lambda: store.compact(user), "compact", user)
         else:
-            await self.call(lambda: store.forget(user))
+            self.forgetting(user)
+            await self.call(lambda: store.forget(user), "forget", user)
 
     async def loop(self, stop: asyncio.Event | None = None) -> None:
-        while (stop is None or not stop.is_set()) and next(self.slots) < self.workload.ops:
+        while (stop is None or not stop.is_set()) and self.more():
             await self.one()
             if self.rng.random() < self.mix.yield_:
                 await asyncio.sleep(0)  # scheduling, not waiting: let another client in
@@ -262,7 +337,7 @@ async def quiesce(store: LoggedStore, workload: Workload) -> list[Anomaly]:
 
     Every call is recorded in ``store.log`` as process ``workload.processes``.
     """
-    client = _Client(workload.processes, store, workload, itertools.count())
+    client = Client.for_workload(workload.processes, store, workload, itertools.count())
     s = client.store
     for _ in range(2):
         await client.call(s.recover)
@@ -298,7 +373,7 @@ async def quiesce(store: LoggedStore, workload: Workload) -> list[Anomaly]:
     return found
 
 
-async def _search_until_found(client: _Client, user: str, query: str, entry_id: str,
+async def _search_until_found(client: Client, user: str, query: str, entry_id: str,
                               staleness: float) -> None:
     """Poll search for up to ``search_staleness``: every attempt is recorded and judged."""
     deadline = time.monotonic() + staleness
@@ -348,7 +423,8 @@ async def run(store: Any, workload: Workload, *, during: During | None = None,
     workload = replace(workload, mix=for_profile(workload.mix, store.resolved))
     slots = itertools.count()
     started = time.monotonic()
-    clients = [_Client(pid, store, workload, slots) for pid in range(workload.processes)]
+    clients = [Client.for_workload(pid, store, workload, slots)
+               for pid in range(workload.processes)]
     stop = asyncio.Event()
     load = asyncio.gather(*(c.loop(stop) for c in clients))
     found: list[Anomaly] = []

@@ -296,13 +296,11 @@ def attribute(history: Iterable[Op], faults: Sequence[FaultRecord], end_ns: int)
         fault.append_answer_s = []
     baseline = dict.fromkeys(("attempted", "answered", "appends_attempted", "appends_answered"),
                              0)
-    invokes: dict[int, Op] = {}
-    for op in history:
-        if op.type == "invoke":
-            invokes[op.process] = op
-            continue
-        inv = invokes.pop(op.process, None)
-        if inv is None or op.time >= end_ns:
+    # (completion, invoke) in the order calls ended: answer times are listed that way.
+    ended = sorted(((c.completion, c.invoke) for c in pair(history) if c.completion is not None),
+                   key=lambda done: done[0].index)
+    for op, inv in ended:
+        if op.time >= end_ns:
             continue
         rank = bisect.bisect_right(starts, op.time) - 1
         answered = op.type in ("ok", "fail")
@@ -443,18 +441,14 @@ def account(history: History, live: dict[str, list[list[Any]]], *, keyed: bool =
     """
     acked: dict[str, list[tuple[str, int]]] = {}  # entry id, index of the append's invoke
     forgets: dict[str, list[tuple[int, int, str]]] = {}
-    invokes: dict[int, Op] = {}
-    for op in history:
-        if op.type == "invoke":
-            invokes[op.process] = op
-            continue
-        inv = invokes.pop(op.process, None)
-        if inv is None:
+    for call in pair(history):
+        op = call.completion
+        if op is None:
             continue
         if op.f == "append" and op.type == "ok" and op.value is not None:
-            acked.setdefault(op.user_id, []).append((op.value.id, inv.index))
+            acked.setdefault(op.user_id, []).append((op.value.id, call.lo))
         elif op.f == "forget" and op.type != "fail":
-            forgets.setdefault(op.user_id, []).append((inv.index, op.index, op.type))
+            forgets.setdefault(op.user_id, []).append((call.lo, op.index, op.type))
     required: dict[str, set[str]] = {}
     total = 0
     for user, appends in acked.items():

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..core.history import History, Op
 from ..core.recorder import LoggedStore
-from ..core.workload import DEFAULT_USERS, Mix, Workload, _Client, for_profile, quiesce
+from ..core.workload import DEFAULT_USERS, Client, Mix, Workload, for_profile, quiesce
 
 __all__ = ["StreamedHistory", "Tail", "WorkerConfig", "main"]
 
@@ -126,7 +126,7 @@ def _provider(urls: dict[str, str]) -> Any:
     return ExternalProvider({ENV_VARS[engine]: url for engine, url in urls.items()})
 
 
-class _Paced(_Client):
+class _Paced(Client):
     """The workload's client, with a pause between calls so a run's history stays checkable."""
 
     pace = 0.0
@@ -205,7 +205,7 @@ async def run(config: WorkerConfig) -> int:
         logged = LoggedStore(store, history)
         # Only the calls the store's profile has (a seed store has no search or forget).
         workload = replace(workload, mix=for_profile(workload.mix, logged.resolved))
-        recoverer = _Client(base + RECOVER_PID, logged, workload, itertools.count())
+        recoverer = Client.for_workload(base + RECOVER_PID, logged, workload, itertools.count())
         # recover() already ran on open; record one so the checker sees where it ended.
         await recoverer.call(recoverer.store.recover)
         if config.final:
@@ -214,7 +214,7 @@ async def run(config: WorkerConfig) -> int:
             history.close()
             return 0
         slots = itertools.count()
-        clients = [_Paced(base + i, logged, workload, slots)
+        clients = [_Paced.for_workload(base + i, logged, workload, slots)
                    for i in range(config.clients)]
         for c in clients:
             c.pace = config.pace
