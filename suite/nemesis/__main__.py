@@ -19,9 +19,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..interfaces import INTERFACES
 from .commands import parse_commands
 from .failover import FAILOVER_SHARE, FREEZE_SHARE, parse_assignments
+from .report_html import write
 from .runner import KINDS, NemesisConfig, kinds_of, run_nemesis
+from .user_store import describe
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -33,7 +36,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--store", default="", metavar="MODULE:FACTORY",
                         help="your store, as the suite's --store takes it: its engines come "
                         "from nomnesia.suite.engines.engine_url (docs/faults.md)")
-    from ..interfaces import INTERFACES
 
     for known in INTERFACES:
         parser.add_argument(known.option, dest=known.dest, default="",
@@ -98,8 +100,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                      + " and ".join(chosen))
     interface = interfaces[0] if interfaces else ""
     if args.store or interface:
-        from .user_store import describe
-
         target = f"store={describe(args.store, interface)}"
     else:
         args.adapter = args.adapter or "pgvector"
@@ -139,8 +139,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.out is not None:
         args.out.write_text(report.dumps(), encoding="utf-8")
     if args.html is not None:
-        from .report_html import write
-
         write(report, args.html)
     return 0 if report.passed else 1
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from nomnesia.adapters.engines import EmbeddedProvider
 from nomnesia.adapters.engines.toxics.latency import Latency
 from nomnesia.adapters.engines.toxics.lost_reply import LostReply
 from nomnesia.adapters.engines.toxics.refuse import Refuse
@@ -174,7 +175,6 @@ def process_kinds(kinds: Sequence[str], asked: Sequence[str], provider: Any,
     (``asked`` is every kind) leaves them out, and naming them is an error, as for any kind
     that does not apply.
     """
-    from nomnesia.adapters.engines import EmbeddedProvider
 
     own = isinstance(getattr(provider, "inner", provider), EmbeddedProvider) \
         and not commands.keys() & {"pause", "kill"}

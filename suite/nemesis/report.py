@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..core.history import History, Op, Rec, pair
+from ..core.view import content_key
 
 __all__ = ["LATENCY_POINTS", "FaultRecord", "NemesisReport", "account", "attribute",
            "latency_series", "merge", "percentiles"]
@@ -394,7 +395,6 @@ def relabel_keyed(history: History, live: dict[str, list[list[Any]]]
     so here each such entry whose content some worker appended becomes that message
     again, before the checker reads it.
     """
-    from ..core.view import content_key
 
     roles: dict[str, str] = {}
     for op in history:

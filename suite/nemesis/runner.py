@@ -52,10 +52,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nomnesia.adapters.engines import launcher
+from nomnesia.adapters import ADAPTERS
+from nomnesia.adapters.engines import EmbeddedProvider, EngineControl, get_provider, launcher
 from nomnesia.adapters.engines.proxied import PROXIED_ENGINES, ProxiedProvider
 from nomnesia.adapters.stacks import drop_kept_namespace
 
+from ..core.workload import Mix
+from . import user_store
+from .commands import CommandControl, CommandFaults
 from .config import NemesisConfig
 from .failover import (
     failover_engines,
@@ -75,6 +79,7 @@ from .packages import (
     stack_kinds,
 )
 from .report import FaultRecord, NemesisReport
+from .user_store import describe
 from .worker import Tail, WorkerConfig
 
 __all__ = ["KINDS", "NET_FAULTS", "NemesisConfig", "kinds_of", "run_nemesis", "stack_kinds"]
@@ -108,7 +113,6 @@ class _Run:
         self.packages: dict[str, Package] = {}
         self.generations = 0
         self.t0 = time.monotonic()
-        from nomnesia.adapters import ADAPTERS
 
         if engines is None:
             engines = tuple(ADAPTERS[cfg.adapter].engines) if cfg.adapter in ADAPTERS else (
@@ -136,8 +140,6 @@ class _Run:
             raise ValueError("lag and cascade change failovers: they need the failover kind")
         options: dict[str, Any] = {}
         if cfg.mix:
-            from ..core.workload import Mix
-
             try:  # here, not in every worker's log
                 Mix(**cfg.mix)
             except TypeError as exc:
@@ -148,12 +150,7 @@ class _Run:
         if "failover" in self.kinds:
             options.update(failover_share=round(cfg.failover_share, 4), lag=cfg.lag,
                            cascade=cfg.cascade, failover_targets=list(self.replicated))
-        if cfg.user:
-            from .user_store import describe
-
-            name = describe(cfg.store, cfg.interface)
-        else:
-            name = cfg.adapter
+        name = describe(cfg.store, cfg.interface) if cfg.user else cfg.adapter
         self.report = NemesisReport(name, cfg.seed, list(self.kinds),
                                     replicas=cfg.replicas, options=options)
         self.urls: dict[str, str] = {}
@@ -320,10 +317,7 @@ class _Run:
             await asyncio.to_thread(_synchronous_commit, real["postgres"])
         self.urls = await asyncio.to_thread(self.proxied.urls, *self.engines)
         if {"pause", "kill"} & set(self.kinds):
-            from nomnesia.adapters.engines import EngineControl
-
             if cfg.commands.keys() & {"pause", "kill"}:
-                from .commands import CommandControl
 
                 self.control = CommandControl(self.provider)
             else:
@@ -414,20 +408,14 @@ async def run_nemesis(cfg: NemesisConfig, provider: Any = None) -> NemesisReport
         raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(KINDS)}")
     own = provider is None
     if own:
-        from nomnesia.adapters.engines import EmbeddedProvider, get_provider
-
         provider = EmbeddedProvider() if cfg.backends == "embedded" else \
             get_provider(cfg.backends)
-    elif {"pause", "kill"} & set(cfg.kinds) - set(cfg.commands):
-        from nomnesia.adapters.engines import EmbeddedProvider
-
-        if not isinstance(provider, EmbeddedProvider):
-            raise ValueError("engine faults (pause, kill) need an EmbeddedProvider or the "
-                             "user's commands for them (--fault-command)")
+    elif {"pause", "kill"} & set(cfg.kinds) - set(cfg.commands) and not isinstance(
+            provider, EmbeddedProvider):
+        raise ValueError("engine faults (pause, kill) need an EmbeddedProvider or the "
+                         "user's commands for them (--fault-command)")
     closing = provider
     if cfg.commands:
-        from .commands import CommandFaults
-
         provider = CommandFaults(provider, cfg.commands)
     try:
         engines = await asyncio.to_thread(_user_engines, cfg, provider) if cfg.user else None
@@ -439,7 +427,6 @@ async def run_nemesis(cfg: NemesisConfig, provider: Any = None) -> NemesisReport
 
 def _user_engines(cfg: NemesisConfig, provider: Any) -> list[str]:
     """The engines a user's store asks for, learned by opening it once (``user_store.py``)."""
-    from . import user_store
 
     factory = user_store.suite_factory(cfg.store, cfg.interface)
     asked = user_store.probe_engines(factory, provider)

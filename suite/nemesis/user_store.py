@@ -30,9 +30,12 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+from nomnesia.adapters.engines import ENV_VARS, ExternalProvider
 from nomnesia.adapters.engines import session as engines
 
+from ..core.factories import resolve_factory
 from ..core.recorder import opened
+from ..interfaces import MissingLibrary, by_option, store_factory
 
 __all__ = ["describe", "keeps_data", "open_store", "probe_engines", "suite_factory"]
 
@@ -45,8 +48,6 @@ def suite_factory(store: str = "", interface: str = "") -> StoreFactory:
 
     import pytest
 
-    from ..core.factories import resolve_factory
-    from ..interfaces import MissingLibrary, by_option, store_factory
 
     try:
         if store:
@@ -103,7 +104,6 @@ def probe_engines(factory: StoreFactory, provider: Any) -> list[str]:
 async def open_store(factory: StoreFactory, urls: dict[str, str], namespace: str, *,
                      keep: bool) -> AsyncIterator[Any]:
     """The store as the suite calls it (a view for smaller profiles), on the run's URLs."""
-    from nomnesia.adapters.engines import ENV_VARS, ExternalProvider
 
     os.environ[engines.NAMESPACE_ENV] = namespace
     os.environ[engines.KEEP_ENV] = "1" if keep else "0"

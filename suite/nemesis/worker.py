@@ -28,9 +28,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from nomnesia.adapters import ADAPTERS, open_store
+from nomnesia.adapters.engines import ENV_VARS, ExternalProvider
+
 from ..core.history import History, Op
 from ..core.recorder import LoggedStore
 from ..core.workload import DEFAULT_USERS, Client, Mix, Workload, for_profile, quiesce
+from . import user_store
 
 __all__ = ["StreamedHistory", "Tail", "WorkerConfig", "main"]
 
@@ -121,7 +125,6 @@ def read_ops(path: str) -> list[Op]:
 
 
 def _provider(urls: dict[str, str]) -> Any:
-    from nomnesia.adapters.engines import ENV_VARS, ExternalProvider
 
     return ExternalProvider({ENV_VARS[engine]: url for engine, url in urls.items()})
 
@@ -139,11 +142,8 @@ class _Paced(Client):
 
 async def _open(config: WorkerConfig, stack: AsyncExitStack) -> Any:
     """Open the store, retrying while engines come back (bounded)."""
-    from nomnesia.adapters import open_store
 
     if config.store or config.interface:
-        from . import user_store
-
         made = user_store.suite_factory(config.store, config.interface)
 
         def factory(**kw: Any) -> Any:
@@ -175,7 +175,6 @@ async def _open(config: WorkerConfig, stack: AsyncExitStack) -> Any:
 
 async def _standby(config: WorkerConfig) -> bool:
     """Warm up (imports, the stack's factory), then block until the runner says what to do."""
-    from nomnesia.adapters import ADAPTERS
 
     if config.adapter in ADAPTERS and not (config.factory or config.store or config.interface):
         ADAPTERS[config.adapter].load()
