@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -100,3 +102,162 @@ async def test_a_forgotten_user_leaves_no_residue_in_any_engine(engines: Any, st
     assert seen >= set(spec.engines), (
         f"{stack}: the scan did not find user B in {set(spec.engines) - seen}: "
         f"it cannot see there ({of_b.summary()})")
+
+
+def test_the_scanner_derives_keys_as_the_adapters_do() -> None:
+    """The scanner repeats the adapters' derivations (it sits below them): they must agree."""
+    assert residue.user_key("ann") == _common.user_key("ann")
+    assert residue.point_uuid("ann", "m-1") == _common.point_uuid("ann", "m-1")
+
+
+@pytest.fixture
+def planted() -> Iterator[dict[str, str]]:
+    """What a test plants for "user A": an id, a content and an entry id of its own."""
+    tag = secrets.token_hex(6)
+    yield {"user": f"ann-{tag}", "content": f"ann's planted secret {tag}",
+           "entry": f"m-{tag}", "tag": tag}
+
+
+def _places(result: ScanResult, needle: str) -> set[str]:
+    return {f"{_family(r.engine)} {r.place}: {r.what}" for r in result.residues
+            if r.needle == needle}
+
+
+def test_a_key_planted_in_redis_is_found_by_name_and_value(
+        engines: Any, planted: dict[str, str]) -> None:
+    import redis
+
+    url, tag = engines.url("redis"), planted["tag"]
+    client = redis.Redis.from_url(url)
+    keys = [f"plant:{tag}:{planted['user']}", f"plant:{tag}:h", f"plant:{tag}:x",
+            f"plant:{tag}:v"]
+    try:
+        client.set(keys[0], "nothing")
+        client.hset(keys[1], mapping={"body": planted["content"]})
+        client.xadd(keys[2], {"entry": planted["entry"]})
+        client.execute_command("VADD", keys[3], "VALUES", 2, 0.5, 0.5, planted["entry"])
+        result = scan({"redis": url}, user_ids=[planted["user"]],
+                      contents=[planted["content"]], entry_ids=[planted["entry"]])
+    finally:
+        client.delete(*keys)
+        client.close()
+    assert f"redis db0 key {keys[0]!r} (name): user id" in _places(result, planted["user"])
+    assert _places(result, planted["content"]) == {
+        f"redis db0 key {keys[1]!r} (hash value): content"}
+    assert _places(result, planted["entry"]) == {
+        f"redis db0 key {keys[2]!r} (stream value): entry id",
+        f"redis db0 key {keys[3]!r} (vectorset value): entry id"}
+    assert result.scanned and result.scanned[0].count >= 4
+
+
+def test_a_row_planted_in_postgres_is_found_with_its_table_and_row(
+        engines: Any, planted: dict[str, str]) -> None:
+    import psycopg
+
+    url, schema = engines.url("postgres"), f"plant_{planted['tag']}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        try:
+            conn.execute(f"CREATE TABLE {schema}.archive (uid text, body bytea)")
+            conn.execute(f"INSERT INTO {schema}.archive VALUES ('someone', 'x'), (%s, %s)",
+                         (planted["user"], planted["content"].encode()))
+            result = scan({"postgres": url}, user_ids=[planted["user"]],
+                          contents=[planted["content"]])
+        finally:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    row = f"postgres table {schema}.archive row (0,2)"
+    assert _places(result, planted["user"]) == {f"{row}: user id"}
+    assert _places(result, planted["content"]) == {f"{row}: content/hex"}  # a bytea
+
+
+def test_a_point_planted_in_qdrant_on_disk_is_found_with_its_collection(
+        tmp_path: Path, planted: dict[str, str]) -> None:
+    from qdrant_client import QdrantClient, models
+
+    path = str(tmp_path / "qdrant")
+    client = QdrantClient(path=path)
+    point = str(residue.point_uuid(planted["user"], planted["entry"]))
+    try:
+        client.create_collection("plant", vectors_config=models.VectorParams(
+            size=2, distance=models.Distance.COSINE))
+        client.upsert("plant", [models.PointStruct(id=point, vector=[0.5, 0.5],
+                                                   payload={"body": planted["content"]})])
+    finally:
+        client.close()
+    result = scan({"qdrant": path}, user_ids=[planted["user"]], contents=[planted["content"]],
+                  entry_ids=[planted["entry"]])
+    assert _places(result, planted["content"]) == {
+        f"qdrant collection plant point {point}: content"}
+    assert _places(result, planted["entry"]) == {
+        f"qdrant collection plant point {point}: entry id/point uuid"}
+
+
+def test_a_point_planted_in_a_qdrant_edge_shard_is_found(
+        tmp_path: Path, planted: dict[str, str]) -> None:
+    import qdrant_edge as qe
+
+    shard = qe.EdgeShard.create(str(tmp_path / "nm_plant"), qe.EdgeConfig(
+        vectors=qe.EdgeVectorParams(size=2, distance=qe.Distance.Cosine)))
+    try:
+        shard.update(qe.UpdateOperation.upsert_points([qe.Point(
+            "00000000-0000-0000-0000-000000000001", [0.5, 0.5], {"user_id": planted["user"]})]))
+    finally:
+        shard.close()
+    result = scan({"qdrant-edge": str(tmp_path)}, user_ids=[planted["user"]])
+    assert _places(result, planted["user"]) == {
+        "qdrant-edge shard nm_plant point 00000000-0000-0000-0000-000000000001: user id"}
+
+
+def test_a_row_planted_in_milvus_lite_is_found_with_its_collection(
+        engines: Any, planted: dict[str, str]) -> None:
+    from pymilvus import MilvusClient
+
+    uri, name = engines.url("milvus"), f"plant_{planted['tag']}"
+    client = MilvusClient(uri=uri)
+    try:
+        client.create_collection(name, dimension=2, consistency_level="Strong")
+        client.insert(name, [{"id": 7, "vector": [0.5, 0.5], "user_key":
+                              residue.user_key(planted["user"])}])  # a dynamic field
+        result = scan({"milvus": uri}, user_ids=[planted["user"]])
+    finally:
+        client.drop_collection(name)
+        client.close()
+    assert _places(result, planted["user"]) == {
+        f"milvus collection {name} row id=7: user id/sha256"}
+
+
+def test_an_engine_the_scan_cannot_reach_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pymilvus", None)  # as if the extra were not installed
+    result = scan([("redis", "redis://127.0.0.1:1/0"),
+                   ("postgres", "postgresql://postgres@127.0.0.1:1/postgres"),
+                   ("qdrant", ":memory:"), ("milvus", "/nowhere/milvus.db")],
+                  user_ids=["ann"], timeout=2)
+    assert not result.clean and not result.scanned
+    assert [line.split(" ", 2)[:2] for line in result.unreachable] == [
+        ["redis", "redis://127.0.0.1:1/0:"],
+        ["postgres", "postgresql://postgres@127.0.0.1:1/postgres:"],
+        ["qdrant", ":memory::"], ["milvus", "/nowhere/milvus.db:"]]
+    assert "scan_qdrant_client" in result.unreachable[2]
+    assert "pip install 'nomnesia[milvus]'" in result.unreachable[3]
+    assert "scanned nothing" in result.summary()
+
+
+def test_the_command_line_exits_1_on_a_residue_and_0_with_a_summary(
+        engines: Any, planted: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    import redis
+
+    url, key = engines.url("redis"), f"plant:{planted['tag']}"
+    client = redis.Redis.from_url(url)
+    try:
+        client.set(key, planted["content"])
+        assert residue.main(["--redis", url, "--user", planted["user"],
+                             "--content", planted["content"]]) == 1
+        found = capsys.readouterr().out
+        assert f"residue: redis {url[8:-2]} db0 key {key!r} (string value): content" in found
+        client.delete(key)
+        assert residue.main(["--redis", url, "--user", planted["user"]]) == 0
+        summary = capsys.readouterr().out
+        assert "scanned redis" in summary and "no residue of 1 user(s)" in summary
+    finally:
+        client.delete(key)
+        client.close()

@@ -248,10 +248,11 @@ def _redis_members(kind: str, url: str, redis: Any, timeout: float) -> list[tupl
             parts = line.split()
             if len(parts) < 3 or "fail" in parts[2].split(","):
                 continue
-            host, _, port = parts[1].partition("@")[0].rpartition(":")
-            client = node(host or seeds[0][0], int(port))
+            ip, _, port_text = parts[1].partition("@")[0].rpartition(":")
+            ip = ip or seeds[0][0]  # a node that knows no address of its own says ":port"
+            client = node(ip, int(port_text))
             client.execute_command("READONLY")  # a replica answers reads of its keys
-            members.append((f"{kind} {host or seeds[0][0]}:{port}", client))
+            members.append((f"{kind} {ip}:{port_text}", client))
         return members
     return [(f"{kind} {url.partition('://')[2].partition('/')[0]}",
              redis.Redis.from_url(url, socket_timeout=timeout,
@@ -473,10 +474,12 @@ def _scan_milvus(kind: str, uri: str, wanted: Sequence[Needle], timeout: float) 
         collections = list(client.list_collections())
         for name in collections:
             finder.look(f"collection {name} (name)", name)
-            fields = [f["name"] for f in client.describe_collection(name)["fields"]
-                      if f.get("type") != pymilvus.DataType.FLOAT_VECTOR]
-            primary = next(f["name"] for f in client.describe_collection(name)["fields"]
-                           if f.get("is_primary"))
+            described = client.describe_collection(name)
+            # Every field but the vectors (numbers, never an id), and the dynamic ones.
+            fields = [f["name"] for f in described["fields"]
+                      if "VECTOR" not in str(f.get("type"))]
+            fields += ["$meta"] if described.get("enable_dynamic_field") else []
+            primary = next(f["name"] for f in described["fields"] if f.get("is_primary"))
             client.load_collection(name, timeout=timeout)
             iterator = client.query_iterator(name, batch_size=1000, filter="",
                                              output_fields=fields)
