@@ -31,6 +31,7 @@ import asyncio
 import hashlib
 import importlib
 import json
+import re
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -201,6 +202,15 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+_SECRET = re.compile(r"(?<=://)([^/@,]*?):[^/@]*@|(?<=password=)[^&\s]+")
+
+
+def _shown(url: str) -> str:
+    """A URL as findings and errors show it: with any password masked."""
+    return _SECRET.sub(lambda m: f"{m.group(1)}:***@" if m.group(1) is not None else "***",
+                       url)
+
+
 def _client_module(name: str, engine: str) -> Any:
     """Import a client library, or raise ``_Unreachable`` with what to install."""
     try:
@@ -254,7 +264,7 @@ def _redis_members(kind: str, url: str, redis: Any, timeout: float) -> list[tupl
             client.execute_command("READONLY")  # a replica answers reads of its keys
             members.append((f"{kind} {ip}:{port_text}", client))
         return members
-    return [(f"{kind} {url.partition('://')[2].partition('/')[0]}",
+    return [(f"{kind} {url.partition('://')[2].partition('/')[0].rpartition('@')[2]}",
              redis.Redis.from_url(url, socket_timeout=timeout,
                                   socket_connect_timeout=timeout))]
 
@@ -282,7 +292,7 @@ def _redis_value(client: Any, key: bytes, kind: str) -> str | None:
 
 def _scan_redis(kind: str, url: str, wanted: Sequence[Needle], timeout: float) -> ScanResult:
     result = ScanResult()
-    redis = _client_module("redis", f"{kind} {url}")
+    redis = _client_module("redis", f"{kind} {_shown(url)}")
     for engine, client in _redis_members(kind, url, redis, timeout):
         finder = _Finder(engine, wanted, result)
         try:
@@ -335,7 +345,7 @@ ORDER BY 1, 2
 def _postgres_members(url: str) -> list[tuple[str, dict[str, Any]]]:
     """(host:port, connection keywords) of each host of a (multi-host) URL: a pair's
     standby holds the rows too, so each member is read, not only the primary."""
-    conninfo = _client_module("psycopg.conninfo", f"postgres {url}")
+    conninfo = _client_module("psycopg.conninfo", f"postgres {_shown(url)}")
     params: dict[str, Any] = conninfo.conninfo_to_dict(url)
     params.pop("target_session_attrs", None)
     hosts = str(params.get("host") or "localhost").split(",")
@@ -347,7 +357,7 @@ def _postgres_members(url: str) -> list[tuple[str, dict[str, Any]]]:
 
 def _scan_postgres(kind: str, url: str, wanted: Sequence[Needle], timeout: float) -> ScanResult:
     result = ScanResult()
-    psycopg = _client_module("psycopg", f"{kind} {url}")
+    psycopg = _client_module("psycopg", f"{kind} {_shown(url)}")
     from psycopg import sql  # psycopg is importable: _client_module checked
 
     for member, params in _postgres_members(url):
@@ -407,7 +417,7 @@ def _scan_qdrant(kind: str, url: str, wanted: Sequence[Needle], timeout: float) 
         raise _Unreachable(f"{kind} :memory:: an in-memory Qdrant lives in its client's "
                            "process, unseen from outside; scan that client with "
                            "scan_qdrant_client(store.index._client, ...)")
-    qdrant_client = _client_module("qdrant_client", f"{kind} {url}")
+    qdrant_client = _client_module("qdrant_client", f"{kind} {_shown(url)}")
 
     async def run() -> ScanResult:
         server = url.startswith(("http://", "https://"))
@@ -415,7 +425,7 @@ def _scan_qdrant(kind: str, url: str, wanted: Sequence[Needle], timeout: float) 
                                                   check_compatibility=False)
                   if server else qdrant_client.AsyncQdrantClient(path=url))
         try:
-            return await scan_qdrant_client(client, wanted, f"{kind} {url}")
+            return await scan_qdrant_client(client, wanted, f"{kind} {_shown(url)}")
         finally:
             await client.close()
     return asyncio.run(run())
@@ -464,8 +474,8 @@ def _scan_qdrant_edge(kind: str, root: str, wanted: Sequence[Needle],
 
 
 def _scan_milvus(kind: str, uri: str, wanted: Sequence[Needle], timeout: float) -> ScanResult:
-    pymilvus = _client_module("pymilvus", f"{kind} {uri}")
-    engine = f"{kind} {uri}"
+    pymilvus = _client_module("pymilvus", f"{kind} {_shown(uri)}")
+    engine = f"{kind} {_shown(uri)}"
     result = ScanResult()
     finder = _Finder(engine, wanted, result)
     client = pymilvus.MilvusClient(uri=uri, timeout=timeout)
@@ -529,7 +539,8 @@ def scan(engines: Mapping[str, str] | Iterable[tuple[str, str]], *,
         except _Unreachable as exc:
             result.unreachable.append(str(exc))
         except Exception as exc:  # the engine or its client failed: name it, scan the rest
-            result.unreachable.append(f"{kind} {url}: {type(exc).__name__}: {exc}")
+            result.unreachable.append(f"{kind} {_shown(url)}: {type(exc).__name__}: "
+                                      f"{_shown(str(exc))}")
     return result
 
 
