@@ -32,6 +32,8 @@ from nomnesia.adapters.indexes import _common
 
 IN_PROCESS = ("qdrant", "qdrant-edge")
 """Engine kinds whose data only the store's own objects can read (see the module doc)."""
+REPLICATED = {"postgres-ha", "redis-sentinel", "redis-cluster"}
+"""Engine kinds with several members, each of which holds the data."""
 SETTLE = 15.0
 """Seconds a replica may take to apply the forget (Redis replicas are asynchronous; a
 synchronous PostgreSQL standby has flushed the WAL, not necessarily applied it)."""
@@ -108,6 +110,9 @@ async def test_a_forgotten_user_leaves_no_residue_in_any_engine(engines: Any, st
                                  entry_ids=[e.id for e in b_entries])
     assert not of_a.unreachable and not of_b.unreachable, of_a.unreachable + of_b.unreachable
     assert of_a.scanned, f"{stack}: the scan read nothing"
+    for kind in set(spec.engines) & REPLICATED:  # every member read, not only the primary
+        members = {s.engine for s in of_a.scanned if _family(s.engine) == kind}
+        assert len(members) >= 2, f"{stack}: only {members} of {kind} scanned"
     assert [str(r) for r in of_a.residues] == [], f"{stack}: user A left residues"
     seen = {_family(r.engine) for r in of_b.residues}
     assert seen >= set(spec.engines), (

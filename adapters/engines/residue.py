@@ -260,9 +260,14 @@ def _redis_members(kind: str, url: str, redis: Any, timeout: float) -> list[tupl
                 continue
             ip, _, port_text = parts[1].partition("@")[0].rpartition(":")
             ip = ip or seeds[0][0]  # a node that knows no address of its own says ":port"
-            client = node(ip, int(port_text))
-            client.execute_command("READONLY")  # a replica answers reads of its keys
-            members.append((f"{kind} {ip}:{port_text}", client))
+            members.append((f"{kind} {ip}:{port_text}", node(ip, int(port_text))))
+        try:
+            for _, client in members:
+                client.execute_command("READONLY")  # a replica answers reads of its keys
+        except BaseException:
+            for _, client in members:
+                client.close()
+            raise
         return members
     return [(f"{kind} {url.partition('://')[2].partition('/')[0].rpartition('@')[2]}",
              redis.Redis.from_url(url, socket_timeout=timeout,
@@ -290,41 +295,48 @@ def _redis_value(client: Any, key: bytes, kind: str) -> str | None:
     return None
 
 
+def _scan_redis_node(client: Any, redis: Any, finder: _Finder) -> int:
+    """Look at every key of every database of one node; returns how many keys it read."""
+    keys = 0
+    databases = [int(db[2:]) for db in client.info("keyspace")] or [0]
+    for db in databases:
+        node = client
+        if db != client.connection_pool.connection_kwargs.get("db", 0):
+            node = redis.Redis(**{**client.connection_pool.connection_kwargs, "db": db})
+        try:
+            for key in node.scan_iter(count=1000):
+                keys += 1
+                name = _text(key)
+                key_type = _text(node.type(key))
+                finder.look(f"db{db} key {name!r} (name)", name)
+                value = _redis_value(node, key, key_type)
+                if value is None:
+                    finder.result.info.append(f"{finder.engine} db{db} key {name!r}: a "
+                                              f"{key_type}, whose value this scanner "
+                                              "cannot read")
+                else:
+                    finder.look(f"db{db} key {name!r} ({key_type} value)", value)
+        finally:
+            if node is not client:
+                node.close()
+    try:  # RediSearch index names, where the module is loaded
+        for index in client.execute_command("FT._LIST") or []:
+            finder.look(f"search index {_text(index)!r} (name)", _text(index))
+    except redis.ResponseError:
+        pass
+    return keys
+
+
 def _scan_redis(kind: str, url: str, wanted: Sequence[Needle], timeout: float) -> ScanResult:
     result = ScanResult()
     redis = _client_module("redis", f"{kind} {_shown(url)}")
-    for engine, client in _redis_members(kind, url, redis, timeout):
-        finder = _Finder(engine, wanted, result)
-        try:
-            keys = 0
-            databases = [int(db[2:]) for db in client.info("keyspace")] or [0]
-            for db in databases:
-                node = client
-                if db != client.connection_pool.connection_kwargs.get("db", 0):
-                    node = redis.Redis(**{**client.connection_pool.connection_kwargs,
-                                          "db": db})
-                try:
-                    for key in node.scan_iter(count=1000):
-                        keys += 1
-                        name = _text(key)
-                        key_type = _text(node.type(key))
-                        finder.look(f"db{db} key {name!r} (name)", name)
-                        value = _redis_value(node, key, key_type)
-                        if value is None:
-                            result.info.append(f"{engine} db{db} key {name!r}: a {key_type}, "
-                                               "whose value this scanner cannot read")
-                        else:
-                            finder.look(f"db{db} key {name!r} ({key_type} value)", value)
-                finally:
-                    if node is not client:
-                        node.close()
-            try:  # RediSearch index names, where the module is loaded
-                for index in client.execute_command("FT._LIST") or []:
-                    finder.look(f"search index {_text(index)!r} (name)", _text(index))
-            except redis.ResponseError:
-                pass
+    members = _redis_members(kind, url, redis, timeout)
+    try:
+        for engine, client in members:
+            keys = _scan_redis_node(client, redis, _Finder(engine, wanted, result))
             result.scanned.append(Scanned(engine, "keys", keys))
-        finally:
+    finally:
+        for _, client in members:
             client.close()
     return result
 
