@@ -139,11 +139,12 @@ def _places(result: ScanResult, needle: str) -> set[str]:
             if r.needle == needle}
 
 
+@pytest.mark.parametrize("kind", ["redis", "valkey", "redis-search"])
 def test_a_key_planted_in_redis_is_found_by_name_and_value(
-        engines: Any, planted: dict[str, str]) -> None:
+        engines: Any, planted: dict[str, str], kind: str) -> None:
     import redis
 
-    url, tag = engines.url("redis"), planted["tag"]
+    url, tag = engines.url(kind), planted["tag"]
     client = redis.Redis.from_url(url)
     keys = [f"plant:{tag}:{planted['user']}", f"plant:{tag}:h", f"plant:{tag}:x",
             f"plant:{tag}:v"]
@@ -151,18 +152,22 @@ def test_a_key_planted_in_redis_is_found_by_name_and_value(
         client.set(keys[0], "nothing")
         client.hset(keys[1], mapping={"body": planted["content"]})
         client.xadd(keys[2], {"entry": planted["entry"]})
-        client.execute_command("VADD", keys[3], "VALUES", 2, 0.5, 0.5, planted["entry"])
-        result = scan({"redis": url}, user_ids=[planted["user"]],
+        if kind == "redis":  # vector sets are Redis 8's
+            client.execute_command("VADD", keys[3], "VALUES", 2, 0.5, 0.5, planted["entry"])
+        else:
+            client.sadd(keys[3], planted["entry"])
+        result = scan({kind: url}, user_ids=[planted["user"]],
                       contents=[planted["content"]], entry_ids=[planted["entry"]])
     finally:
         client.delete(*keys)
         client.close()
-    assert f"redis db0 key {keys[0]!r} (name): user id" in _places(result, planted["user"])
+    assert f"{kind} db0 key {keys[0]!r} (name): user id" in _places(result, planted["user"])
     assert _places(result, planted["content"]) == {
-        f"redis db0 key {keys[1]!r} (hash value): content"}
+        f"{kind} db0 key {keys[1]!r} (hash value): content"}
     assert _places(result, planted["entry"]) == {
-        f"redis db0 key {keys[2]!r} (stream value): entry id",
-        f"redis db0 key {keys[3]!r} (vectorset value): entry id"}
+        f"{kind} db0 key {keys[2]!r} (stream value): entry id",
+        f"{kind} db0 key {keys[3]!r} ({'vectorset' if kind == 'redis' else 'set'} value): "
+        "entry id"}
     assert result.scanned and result.scanned[0].count >= 4
 
 
@@ -235,22 +240,23 @@ def test_a_point_planted_in_a_qdrant_edge_shard_is_found(
         "qdrant-edge shard nm_plant point 00000000-0000-0000-0000-000000000001: user id"}
 
 
-def test_a_row_planted_in_milvus_lite_is_found_with_its_collection(
-        engines: Any, planted: dict[str, str]) -> None:
+@pytest.mark.parametrize("kind", ["milvus", "milvus-server"])
+def test_a_row_planted_in_milvus_is_found_with_its_collection(
+        engines: Any, planted: dict[str, str], kind: str) -> None:
     from pymilvus import MilvusClient
 
-    uri, name = engines.url("milvus"), f"plant_{planted['tag']}"
+    uri, name = engines.url(kind), f"plant_{planted['tag']}"
     client = MilvusClient(uri=uri)
     try:
         client.create_collection(name, dimension=2, consistency_level="Strong")
         client.insert(name, [{"id": 7, "vector": [0.5, 0.5], "user_key":
                               residue.user_key(planted["user"])}])  # a dynamic field
-        result = scan({"milvus": uri}, user_ids=[planted["user"]])
+        result = scan({kind: uri}, user_ids=[planted["user"]])
     finally:
         client.drop_collection(name)
         client.close()
     assert _places(result, planted["user"]) == {
-        f"milvus collection {name} row id=7: user id/sha256"}
+        f"{kind} collection {name} row id=7: user id/sha256"}
 
 
 def test_an_engine_the_scan_cannot_reach_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
