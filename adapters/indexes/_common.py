@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import secrets
-import uuid
 from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from nomnesia.adapters.abandoned import Abandoned
+from nomnesia.adapters.engines.keys import point_uuid, user_key
 from nomnesia.adapters.tiers import TierLost, check_namespace, new_namespace
 from nomnesia.suite.contract import Entry
 from nomnesia.suite.contract.errors import BackendTimeout, BackendUnavailable, MemoryStoreError
@@ -34,21 +33,6 @@ __all__ = [
 T = TypeVar("T")
 
 # A fixed uuid5 namespace: point ids must be the same in every process.
-_POINT_NS = uuid.UUID("6f1c3f0e-8a9b-5b4e-9d3c-0b7a4e2f9c11")
-
-
-def user_key(user_id: str) -> str:
-    """Hex SHA-256 of the user id: a filter/key value with no syntax in it."""
-    return hashlib.sha256(user_id.encode("utf-8")).hexdigest()
-
-
-def point_uuid(user_id: str, entry_id: str) -> uuid.UUID:
-    """Deterministic point id of (user, entry), for engines that want UUIDs.
-
-    Length-prefixed, so ("ab", "c") and ("a", "bc") never share an id.
-    """
-    u, e = user_id.encode("utf-8"), entry_id.encode("utf-8")
-    return uuid.uuid5(_POINT_NS, f"{len(u)}:{u.hex()}:{e.hex()}")
 
 
 def check_batch(entries: Sequence[Entry], vectors: Sequence[Sequence[float]], dim: int) -> None:
