@@ -91,6 +91,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     default=2.0, metavar="SECONDS",
                     help="how long the suite polls consistent_state of a store that declares "
                          "no staleness bound (the seed profile) before G11 fails (default 2)")
+    group.addoption("--nomnesia-loop-block", dest="nomnesia_loop_block", type=float,
+                    default=2.0, metavar="SECONDS",
+                    help="a store call that stops the test's event loop this long is named "
+                         "(G12: a synchronous call inside an async method; default 2, 0: off)")
     group.addoption("--nomnesia-seed", dest="nomnesia_seed", type=int, default=None,
                     metavar="N", help="seed of the randomised tests (default: random, printed)")
     group.addoption("--nomnesia-anomalies", dest="nomnesia_anomalies", type=_anomalies,
@@ -220,6 +224,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.anomalies = config.getoption("nomnesia_anomalies", 3)
     settings.profile = config.getoption("nomnesia_profile", None)
     settings.eventually = float(config.getoption("nomnesia_eventually", 2.0))
+    settings.loop_block = float(config.getoption("nomnesia_loop_block", 2.0))
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers, and before the header

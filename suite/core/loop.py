@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from nomnesia.suite.contract import Guarantee
 
+from .heartbeat import Heartbeat
 from .history import History, call_text
 from .settings import settings
 from .violations import GuaranteeViolation, active_logs, store_error
@@ -73,22 +74,29 @@ def run_async(coro: Coroutine[Any, Any, T], *, timeout: float | None = None,
         asyncio.set_event_loop(loop)
         # Created inside ``context`` so that every History the body records registers in ``logs``.
         task = context.run(loop.create_task, coro)
-        loop.run_until_complete(asyncio.wait({task}, timeout=limit))
+        with Heartbeat(loop, logs, settings.loop_block) as beat:
+            loop.run_until_complete(asyncio.wait({task}, timeout=limit))
+        blocked = "; ".join(block.describe() for block in beat.blocks)
+        log = logs[-1] if logs else None
         if not task.done():
             pending = in_flight(logs)
             where = f"in flight: {pending}" if pending else "no store operation was in flight"
             task.cancel()
             loop.run_until_complete(asyncio.wait({task}, timeout=_GRACE))
             stuck = "" if task.done() else f"; it ignored cancellation for {_GRACE:g}s"
-            log = logs[-1] if logs else None
+            where += f"; before that, {blocked}" if blocked else ""
             raise GuaranteeViolation(
                 Guarantee.ERRORS, f"{what} did not finish within {limit:g}s: {where}{stuck}. "
                 "A store must raise within a bounded time, never hang", log)
         error = None if task.cancelled() else task.exception()
+        if isinstance(error, GuaranteeViolation) and blocked:
+            raise error.again(f"{error.detail}\n(meanwhile, {blocked})") from error
         if isinstance(error, Exception) and not isinstance(error, GuaranteeViolation):
             violation = store_error(error, logs)
             if violation is not None:
                 raise violation from error
+        if blocked and error is None:
+            raise GuaranteeViolation(Guarantee.ERRORS, blocked, log)
         return task.result()
     finally:
         try:
