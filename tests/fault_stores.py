@@ -20,6 +20,10 @@ Each is the seed's profile (``append_message``, ``get_history``, ``compact``,
   dies with it, so the nemesis (whose workers and final reader each open their own) must
   refuse it with its usage sentence, never report its appends lost.
 
+- :func:`tagged`: asks for the namespace, but tags its keys with an id of its own store
+  object too (as AutoGen's ``RedisMemory`` tags each message with its instance's id): a
+  second object in the same namespace reads nothing the first wrote (G1 across a reopen).
+
 Every other store keeps its data under ``engines.store_namespace()`` (a key prefix, a table)
 and drops it on close unless ``engines.keep_data()``: fresh and dropped in the suite,
 shared and kept across the nemesis's worker processes until its final read.
@@ -228,3 +232,8 @@ class EphemeralStore(RedisListStore):
 
 def ephemeral() -> AbstractAsyncContextManager[RedisListStore]:
     return _closing(EphemeralStore(engine_url("redis")))
+
+
+def tagged() -> AbstractAsyncContextManager[RedisListStore]:
+    return _closing(RedisListStore(engine_url("redis"), retries=False,
+                                   prefix=f"nmfs:{store_namespace()}:{secrets.token_hex(3)}:"))
