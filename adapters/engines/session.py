@@ -40,8 +40,8 @@ itself. A store on its own deployment passes its URL through :func:`fault_url`,
 which returns it unchanged outside such a test.
 
 Layering: the suite core never imports ``nomnesia.adapters``. The plugin (an
-entry point) hands this module a function that makes the provider, and
-``engine_session`` imports the adapters' ``get_provider`` only when called.
+entry point) hands this module a function that makes the provider;
+``engine_session`` makes it with the adapters' ``get_provider``.
 """
 
 from __future__ import annotations
@@ -54,10 +54,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-if TYPE_CHECKING:
-    from nomnesia.adapters.engines.proxy import Proxy
+from . import get_provider
+from .proxied import PROXIED_ENGINES, ProxiedProvider
 
-    from .proxied import ProxiedProvider
+if TYPE_CHECKING:
+    from .proxy import Proxy
 
 __all__ = [
     "KEEP_ENV",
@@ -106,8 +107,6 @@ class FaultScope:
     provided: set[str] = field(default_factory=set)
 
     def route(self, name: str, real: str, *, provided: bool) -> str:
-        from .proxied import PROXIED_ENGINES
-
         if provided and name not in PROXIED_ENGINES:
             several = "," in real.partition("://")[2].partition("/")[0]
             self.unproxied[name] = ("a topology of several hosts: one proxy cannot stand in "
@@ -186,8 +185,6 @@ class EngineSession:
         use, stopped by ``close``), so a connection a store keeps after the test is
         never cut by the suite tidying up.
         """
-        from .proxied import ProxiedProvider
-
         provider = self.provider
         with self._lock:
             if self._scope is not None:
@@ -315,8 +312,6 @@ def engine_session(backends: str | None = None) -> Iterator[EngineSession]:
     """
 
     def make() -> EngineProvider:
-        from nomnesia.adapters.engines import get_provider  # only here: the core stays light
-
         return get_provider(backends)
 
     session = EngineSession(make)
