@@ -30,7 +30,8 @@ from typing import Any
 from ..core.fresh import Namespace
 from ._base import InterfaceMismatch, has, per_user, what
 
-__all__ = ["INTERFACES", "Interface", "MissingLibrary", "by_option", "check", "per_user",
+__all__ = ["INTERFACES", "Interface", "InterfaceMismatch", "MissingLibrary", "by_option", "check",
+           "per_user",
            "store_factory"]
 
 
