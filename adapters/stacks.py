@@ -16,6 +16,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from . import lookup
+from .engines import get_provider
 from .registry import AdapterSpec
 from .text import Embedder, HashingEmbedder, Summarizer
 from .tiered import TieredMemoryStore
@@ -78,31 +79,28 @@ async def open_engine_stack(spec: AdapterSpec | str, *,
     """
     spec = _spec(spec)
     index_cls = spec.index_class()  # a missing client fails before any engine starts
-    from .postgres import PostgresArchive, create_pool, drop_schema
-    from .redis_log import RedisLog, drop_namespace
+    from . import postgres, redis_log  # function-level: psycopg and redis are optional extras
 
     embedder = embedder or HashingEmbedder()
     reuse = namespace is not None
     namespace = check_namespace(namespace if namespace is not None else new_namespace())
     async with AsyncExitStack() as outer:
         if provider is None:
-            from .engines import get_provider
-
             provider = get_provider(backends)
             outer.push_async_callback(asyncio.to_thread, provider.close)
         kinds = {engine: (engine_map or {}).get(engine, engine) for engine in spec.engines}
         real = await asyncio.to_thread(provider.urls, *kinds.values())
         urls = {engine: real[kind] for engine, kind in kinds.items()}
-        pool = await create_pool(urls[spec.archive], max_size=pool_size, timeout=timeout,
-                                 application_name=namespace)
+        pool = await postgres.create_pool(urls[spec.archive], max_size=pool_size, timeout=timeout,
+                                          application_name=namespace)
         outer.push_async_callback(pool.close)
-        archive = PostgresArchive(pool, namespace)
+        archive = postgres.PostgresArchive(pool, namespace)
         await archive.create(reuse=reuse)
         if not reuse:
-            outer.push_async_callback(drop_schema, pool, namespace)
-            outer.push_async_callback(drop_namespace, urls[spec.log], namespace,
+            outer.push_async_callback(postgres.drop_schema, pool, namespace)
+            outer.push_async_callback(redis_log.drop_namespace, urls[spec.log], namespace,
                                       timeout=timeout, name=spec.log)
-        log = RedisLog(urls[spec.log], namespace, name=spec.log, timeout=timeout)
+        log = redis_log.RedisLog(urls[spec.log], namespace, name=spec.log, timeout=timeout)
         outer.push_async_callback(log.aclose)
         # An index on an engine the stack already holds a connection to shares it:
         # pgvector gets the archive's pool (one pool per store), the others a URL.
@@ -140,17 +138,16 @@ async def drop_kept_namespace(urls: Mapping[str, str], namespace: str, *,
     after another failed (an engine a fault left broken), and the first failure is
     raised at the end.
     """
-    from .postgres import create_pool, drop_schema
-    from .redis_log import drop_namespace
+    from . import postgres, redis_log  # function-level: psycopg and redis are optional extras
 
     errors: list[Exception] = []
     for engine in ("postgres", "postgres-ha", "postgres-ha-async"):
         if engine not in urls:
             continue
         try:
-            pool = await create_pool(urls[engine], max_size=1, timeout=timeout)
+            pool = await postgres.create_pool(urls[engine], max_size=1, timeout=timeout)
             try:
-                await drop_schema(pool, namespace)
+                await postgres.drop_schema(pool, namespace)
             finally:
                 await pool.close()
         except Exception as exc:
@@ -158,7 +155,8 @@ async def drop_kept_namespace(urls: Mapping[str, str], namespace: str, *,
     for engine in ("redis", "valkey", "redis-sentinel", "valkey-sentinel", "redis-cluster"):
         if engine in urls:
             try:
-                await drop_namespace(urls[engine], namespace, timeout=timeout, name=engine)
+                await redis_log.drop_namespace(urls[engine], namespace, timeout=timeout,
+                                               name=engine)
             except Exception as exc:
                 errors.append(exc)
     if errors:

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from nomnesia.adapters.engines import EmbeddedProvider
+from nomnesia.adapters.memory_tiers import InMemoryIndex
 from nomnesia.suite.contract import Entry
 
 Opener = Callable[[EmbeddedProvider, int], Awaitable[tuple[Any, Callable[[], Awaitable[None]]]]]
@@ -30,41 +31,41 @@ async def _nothing() -> None:
 
 
 async def open_memory(_: EmbeddedProvider, dim: int) -> tuple[Any, Callable[[], Awaitable[None]]]:
-    from nomnesia.adapters.memory_tiers import InMemoryIndex
     return InMemoryIndex(dim=dim), _nothing
 
 
 async def open_qdrant(_: EmbeddedProvider, dim: int) -> tuple[Any, Callable[[], Awaitable[None]]]:
-    from nomnesia.adapters.indexes.qdrant import QdrantIndex
-    index = QdrantIndex(":memory:", dim=dim)
+    from nomnesia.adapters.indexes import qdrant  # function-level: optional extra
+    index = qdrant.QdrantIndex(":memory:", dim=dim)
     await index.create()
     return index, _nothing
 
 
 async def open_edge(_: EmbeddedProvider, dim: int) -> tuple[Any, Callable[[], Awaitable[None]]]:
-    from nomnesia.adapters.indexes.qdrant_edge import QdrantEdgeIndex
-    index = QdrantEdgeIndex(dim=dim)
+    from nomnesia.adapters.indexes import qdrant_edge  # function-level: optional extra
+    index = qdrant_edge.QdrantEdgeIndex(dim=dim)
     await index.create()
     return index, _nothing
 
 
 async def open_milvus(p: EmbeddedProvider, dim: int) -> tuple[Any, Callable[[], Awaitable[None]]]:
-    from nomnesia.adapters.indexes.milvus import MilvusIndex
-    index = MilvusIndex(p.url("milvus"), dim=dim)
+    from nomnesia.adapters.indexes import milvus  # function-level: optional extra
+    index = milvus.MilvusIndex(p.url("milvus"), dim=dim)
     await index.create()
     return index, _nothing
 
 
 async def open_vsets(p: EmbeddedProvider, dim: int) -> tuple[Any, Callable[[], Awaitable[None]]]:
-    from nomnesia.adapters.indexes.redis_vsets import RedisVsetIndex
-    index = RedisVsetIndex(p.url("redis"), dim=dim)
+    from nomnesia.adapters.indexes import redis_vsets  # function-level: optional extra
+    index = redis_vsets.RedisVsetIndex(p.url("redis"), dim=dim)
     await index.create()
     return index, _nothing
 
 
 async def open_pgvector(p: EmbeddedProvider, dim: int) -> tuple[Any, Callable[[], Awaitable[None]]]:
-    from nomnesia.adapters.indexes.pgvector import PgVectorIndex
-    index = PgVectorIndex(p.url("postgres"), dim=dim)  # its own pool and schema, dropped on close
+    from nomnesia.adapters.indexes import pgvector  # function-level: optional extra
+    # Its own pool and schema, dropped on close.
+    index = pgvector.PgVectorIndex(p.url("postgres"), dim=dim)
     await index.create()
     return index, _nothing
 

@@ -30,6 +30,9 @@ from typing import Any
 import psutil
 import pytest
 
+from nomnesia.adapters import lookup
+from nomnesia.adapters.engines.session import current_session
+
 OUT_ENV = "NOMNESIA_LEAF_PROBE"
 
 
@@ -104,9 +107,6 @@ class LeafProbe:
         self.close_phase("engines")
         adapter = self.config.getoption("nomnesia_adapter", None)
         if adapter and session.items:
-            from nomnesia.adapters.engines.session import current_session
-            from nomnesia.adapters.registry import lookup
-
             kinds = lookup(adapter).engines
             if kinds:
                 current_session().urls(*kinds)

@@ -41,6 +41,8 @@ from report_parts import engine_rss, short, table  # noqa: E402
 
 from nomnesia.adapters import ADAPTERS  # noqa: E402
 from nomnesia.adapters.engines import get_provider  # noqa: E402
+from nomnesia.suite.core.checker import check  # noqa: E402
+from nomnesia.suite.core.history import History  # noqa: E402
 
 LATENCY = ("append", "history", "search", "compact", "converge")
 
@@ -68,9 +70,6 @@ async def bench_stacks(names: list[str], n: int, users: int) -> tuple[dict[str, 
 def checker_throughput(ops: int, seed: int = 1) -> dict[str, float]:
     """ops/s of the history checker on a history of the real workload (tests/bench_checker.py)."""
     import bench_checker
-
-    from nomnesia.suite.core.checker import check
-    from nomnesia.suite.core.history import History
 
     history = asyncio.run(bench_checker.record(max(1, int(ops / 2.1)), seed))
     history = History(history.ops[:ops])

@@ -25,7 +25,12 @@ from typing import Any, TextIO
 
 import pytest
 
+from nomnesia.adapters import ADAPTERS
+from nomnesia.adapters.engines import ENV_VARS, TOPOLOGIES, EmbeddedProvider
+
 from . import reporting
+from .report.page import render_page, write_run_pages
+from .report_html import build_matrix, load_reports, render_html, render_markdown
 from .reporting import GUARANTEE_KEYS, failed_guarantees, failure_text
 
 __all__ = ["ProgressBar", "doctor_checks", "main"]
@@ -160,9 +165,6 @@ def cmd_run(ns: argparse.Namespace) -> int:
 
 def _write_run_page(report_path: Path, html_path: str) -> None:
     """``run --html``: the run's page, from the JSON report pytest just wrote."""
-    from .report.page import render_page
-    from .report_html import load_reports
-
     try:
         (report,) = load_reports([report_path])
     except ValueError as exc:  # pytest stopped before writing it (a usage error ...)
@@ -175,9 +177,6 @@ def _write_run_page(report_path: Path, html_path: str) -> None:
 # --- report ------------------------------------------------------------------
 
 def cmd_report(ns: argparse.Namespace) -> int:
-    from .report.page import write_run_pages
-    from .report_html import build_matrix, load_reports, render_html, render_markdown
-
     try:
         reports = load_reports(ns.results)
     except ValueError as exc:
@@ -231,8 +230,6 @@ EMBEDDED: dict[str, tuple[str, str, str]] = {
 
 def embedded_rows() -> dict[str, tuple[str, str, str]]:
     """Every engine kind doctor checks: the single ones, then each topology's row."""
-    from nomnesia.adapters.engines import TOPOLOGIES
-
     return {**EMBEDDED, **{kind: t.wheel for kind, t in TOPOLOGIES.items()}}
 # import name -> (pip package, nomnesia extra)
 CLIENTS: dict[str, tuple[str, str]] = {
@@ -333,12 +330,8 @@ def doctor_checks(*, docker_timeout: float = 1.0, start: bool = False,
     started and checked only with ``topologies``, so a first doctor stays quick."""
     provider = None
     if start:
-        from nomnesia.adapters.engines import EmbeddedProvider
-
         provider = EmbeddedProvider()
     try:
-        from nomnesia.adapters.engines import TOPOLOGIES
-
         checks = [_engine_check(kind, provider if topologies or kind not in TOPOLOGIES
                                 else None) for kind in embedded_rows()]
     finally:
@@ -356,14 +349,10 @@ def doctor_checks(*, docker_timeout: float = 1.0, start: bool = False,
 
 def external_env(engine: str) -> str:
     """The variable that points the external provider at a running engine."""
-    from nomnesia.adapters.engines import ENV_VARS
-
     return ENV_VARS[engine]
 
 
 def _adapter_checks(engines_ok: set[str], *, docker: bool) -> list[Check]:
-    from nomnesia.adapters import ADAPTERS
-
     checks = []
     for spec in ADAPTERS.values():
         missing = [m for m in spec.requires if _find(m) is None]

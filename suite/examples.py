@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from nomnesia.adapters.engines.session import engine_url
+from nomnesia.adapters.text import HashingEmbedder
 
 __all__ = ["MEM0_DIMS", "adk_postgres", "agent_framework_memory", "agent_framework_redis",
            "agents_postgres",
@@ -83,8 +84,6 @@ def mem0_offline(memory: M, *, dims: int = MEM0_DIMS) -> M:
     of its own: mem0 takes an embedder only by provider name, so the object is swapped."""
     from mem0.configs.embeddings.base import BaseEmbedderConfig
     from mem0.embeddings.base import EmbeddingBase
-
-    from nomnesia.adapters.text import HashingEmbedder
 
     hashing = HashingEmbedder(dims)
 

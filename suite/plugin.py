@@ -7,13 +7,15 @@ tests are collected. The suite itself lives in ``nomnesia.suite.test_*``::
 
     python -m pytest --pyargs nomnesia.suite --store mypkg.mod:factory
     python -m pytest --pyargs nomnesia.suite --adapter memory
+
+Two concerns live beside it and are re-exported here (pytest reads this module's
+hooks): ``plugin_options`` (the ``nomnesia`` option group) and ``plugin_collection``
+(how the suite's own files are collected, whatever the caller's settings).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import importlib
 import inspect
 import os
 import random
@@ -24,15 +26,34 @@ from typing import Any
 
 import pytest
 
+from nomnesia.adapters import ADAPTERS, UnknownAdapter, adapter_names, lookup, open_store
+
 from .core.factories import resolve_factory
 from .core.loop import run_async
+from .core.profiles import ProfileError, Resolved, static_full
 from .core.settings import settings
 from .core.violations import GuaranteeViolation
 from .glue import SESSION_PROFILE, probe
-
-_SUITE_DIR = Path(__file__).resolve().parent
-_PACKAGE = "nomnesia.suite"
-_BACKENDS = ("auto", "embedded", "docker", "external")
+from .interfaces import (
+    INTERFACES,
+    InterfaceMismatch,
+    MissingLibrary,
+    by_option,
+    check,
+    store_factory,
+)
+from .plugin_collection import SUITE_DIR, collects_suite, in_suite
+from .plugin_collection import pytest_collect_directory as pytest_collect_directory
+from .plugin_collection import pytest_collect_file as pytest_collect_file
+from .plugin_collection import pytest_pycollect_makeitem as pytest_pycollect_makeitem
+from .plugin_collection import pytest_pycollect_makemodule as pytest_pycollect_makemodule
+from .plugin_options import BACKENDS
+from .plugin_options import pytest_addoption as pytest_addoption
+from .report.annotate import annotate, declared, report_causes
+from .report.causes import group_causes
+from .report.json_report import ADAPTER_INFO, INTERFACE_INFO, PROFILE_INFO, configure
+from .report.outcome import is_not_applicable
+from .report.text import cause_lines, not_applicable_lines
 
 USAGE = (
     "nomnesia: choose the store to test: "
@@ -46,95 +67,15 @@ USAGE = (
 
 def _usage() -> str:
     try:
-        from nomnesia.adapters import adapter_names
-
         names = ", ".join(adapter_names())
     except Exception:  # pragma: no cover - adapters broken or absent
         names = "see nomnesia.adapters"
-    from .interfaces import INTERFACES
-
     interfaces = ", ".join(f"{i.option} {i.example}" for i in INTERFACES)
     return USAGE.format(names=names, interfaces=interfaces)
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("nomnesia", "nomnesia memory-store conformance suite")
-    group.addoption("--store", dest="nomnesia_store", metavar="MODULE:FACTORY", default=None,
-                    help="run the suite on a store: a zero-argument callable returning an async "
-                         "context manager that yields a fresh, empty store")
-    group.addoption("--adapter", dest="nomnesia_adapter", metavar="NAME", default=None,
-                    help="run the suite on a built-in store (nomnesia.adapters registry)")
-    from .interfaces import INTERFACES
-
-    for interface in INTERFACES:
-        group.addoption(interface.option, dest=interface.dest, metavar="MODULE:FACTORY",
-                        default=None, help=f"run the suite on {interface.takes}, mapped to "
-                                           f"the profile it can reach (e.g. {interface.example})")
-    group.addoption("--langchain-sync", dest="nomnesia_langchain_sync", action="store_true",
-                    help="with --langchain-history: call the history's sync methods, not the "
-                         "async ones")
-    group.addoption("--backends", dest="nomnesia_backends", choices=_BACKENDS, default=None,
-                    help="where built-in stacks get their engines: auto (default, or "
-                         "$NOMNESIA_BACKENDS), embedded, docker or external")
-    group.addoption("--nomnesia-timeout", dest="nomnesia_timeout", type=float, default=120.0,
-                    metavar="SECONDS", help="a suite test that takes longer fails with G12 "
-                                            "(default 120)")
-    group.addoption("--nomnesia-op-timeout", dest="nomnesia_op_timeout", type=float,
-                    default=30.0, metavar="SECONDS",
-                    help="where a test checks that a store still answers (no lock left held "
-                         "after an interruption), the bound per operation (default 30)")
-    group.addoption("--nomnesia-profile", dest="nomnesia_profile", default=None,
-                    choices=("full", "memory", "seed", "history"),
-                    help="hold the store to this profile of SPEC.md (default: the largest it "
-                         "implements, detected from its methods)")
-    group.addoption("--nomnesia-eventually", dest="nomnesia_eventually", type=float,
-                    default=2.0, metavar="SECONDS",
-                    help="how long the suite polls consistent_state of a store that declares "
-                         "no staleness bound (the seed profile) before G11 fails (default 2)")
-    group.addoption("--nomnesia-loop-block", dest="nomnesia_loop_block", type=float,
-                    default=2.0, metavar="SECONDS",
-                    help="a store call that stops the test's event loop this long is named "
-                         "(G12: a synchronous call inside an async method; default 2, 0: off)")
-    group.addoption("--nomnesia-seed", dest="nomnesia_seed", type=int, default=None,
-                    metavar="N", help="seed of the randomised tests (default: random, printed)")
-    group.addoption("--nomnesia-anomalies", dest="nomnesia_anomalies", type=_anomalies,
-                    default=3, metavar="N|all",
-                    help="anomalies a concurrency failure prints (default 3; the JSON report "
-                         "keeps them all)")
-    group.addoption("--nomnesia-model-examples", dest="nomnesia_model_examples", type=int,
-                    default=None, metavar="N",
-                    help="call sequences the model-based test tries per store (default 50)")
-    group.addoption("--nomnesia-model-steps", dest="nomnesia_model_steps", type=int,
-                    default=None, metavar="N",
-                    help="calls per sequence of the model-based test, at most (default 20)")
-    group.addoption("--nemesis", dest="nomnesia_nemesis", metavar="KINDS", default=None,
-                    help="also run the nemesis on the store (--adapter, --store or an "
-                         "interface option): crash,pause,kill,net,failover or all, every kind "
-                         "the store's engines can take (docs/nemesis.md, docs/faults.md)")
-    group.addoption("--nemesis-faults", dest="nomnesia_nemesis_faults", type=int, default=50,
-                    metavar="N", help="faults the --nemesis run injects (default 50)")
-    from . import reporting
-
-    reporting.add_options(group)  # --nomnesia-json PATH: the per-test, per-guarantee report
-
-
-def _anomalies(text: str) -> int | None:
-    """``--nomnesia-anomalies``: a count >= 1, or ``all`` (None)."""
-    if text.strip().lower() == "all":
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number >= 1 or 'all', got {text!r}")
-    return value
-
-
 def _targets(config: pytest.Config) -> list[tuple[str, str]]:
     """The store options given: (option, value) for --store, --adapter and each interface's."""
-    from .interfaces import INTERFACES
-
     given = [("--store", config.getoption("nomnesia_store", None)),
              ("--adapter", config.getoption("nomnesia_adapter", None)),
              *((i.option, config.getoption(i.dest, None)) for i in INTERFACES)]
@@ -149,8 +90,6 @@ def _target(config: pytest.Config) -> tuple[str, str] | None:
 
 def _interface_factory(config: pytest.Config, option: str, value: str) -> Callable[..., Any]:
     """The suite's store factory over a library's own object (``nomnesia.suite.interfaces``)."""
-    from .interfaces import MissingLibrary, by_option, store_factory
-
     interface = by_option(option)
     sync = interface.module == "langchain" and config.getoption("nomnesia_langchain_sync", False)
     try:
@@ -163,8 +102,8 @@ def _interface_factory(config: pytest.Config, option: str, value: str) -> Callab
 
 def _backends(config: pytest.Config) -> str:
     chosen = config.getoption("nomnesia_backends") or os.environ.get("NOMNESIA_BACKENDS", "auto")
-    if chosen not in _BACKENDS:
-        raise pytest.UsageError(f"NOMNESIA_BACKENDS must be one of {', '.join(_BACKENDS)}, "
+    if chosen not in BACKENDS:
+        raise pytest.UsageError(f"NOMNESIA_BACKENDS must be one of {', '.join(BACKENDS)}, "
                                 f"not {chosen!r}")
     return str(chosen)
 
@@ -181,21 +120,15 @@ def pytest_configure(config: pytest.Config) -> None:
     for option, value in targets:
         if option not in ("--store", "--adapter"):
             _interface_factory(config, option, value)  # a usage error now, not in every test
-            from . import reporting
-
-            config.stash[reporting.INTERFACE_INFO] = (option, value)
+            config.stash[INTERFACE_INFO] = (option, value)
     if adapter:
-        from nomnesia.adapters import UnknownAdapter, lookup
-
         try:
             spec = lookup(adapter)
         except UnknownAdapter as exc:
             raise pytest.UsageError(f"--adapter: {exc}") from None
         _backends(config)
-        from . import reporting
-
-        config.stash[reporting.ADAPTER_INFO] = (list(spec.engines), spec.target)
-    elif not targets and not hasattr(config, "workerinput") and _collects_suite(config):
+        config.stash[ADAPTER_INFO] = (list(spec.engines), spec.target)
+    elif not targets and not hasattr(config, "workerinput") and collects_suite(config):
         # Say so before the header and "collected 59 items": nothing can run without a store.
         raise pytest.UsageError(_usage())
     seed = config.getoption("nomnesia_seed", None)
@@ -212,9 +145,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "needs(*features): what a nomnesia suite test needs of the store's profile "
                    "(nomnesia.suite.core.profiles.FEATURES); without it the test is not applicable")
-    from . import reporting
-
-    reporting.configure(config)
+    configure(config)
 
     _install_engines(config)
     config.stash[_SETTINGS] = dict(vars(settings))  # restored when this run ends
@@ -236,8 +167,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     the store does not implement stops the run here, naming what is missing.
     """
     config = session.config
-    from .core.profiles import ProfileError, Resolved, static_full
-
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         data = workerinput.get("nomnesia_profile")
@@ -258,9 +187,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             config.stash[_PROFILE_UNKNOWN] = f"{type(exc).__name__}: {exc}"
     resolved = config.stash.get(SESSION_PROFILE, None)
     if resolved is not None:
-        from . import reporting
-
-        config.stash[reporting.PROFILE_INFO] = resolved.to_json()
+        config.stash[PROFILE_INFO] = resolved.to_json()
 
 
 _PROFILE_UNKNOWN = pytest.StashKey[str]()
@@ -272,9 +199,6 @@ def _check_interface(config: pytest.Config) -> None:
     target = _target(config)
     if target is None or target[0] in ("--store", "--adapter"):
         return
-    from .interfaces import by_option, check
-    from .interfaces._base import InterfaceMismatch
-
     option, value = target
     interface = by_option(option)
     sync = interface.module == "langchain" and config.getoption("nomnesia_langchain_sync", False)
@@ -320,17 +244,18 @@ def _install_engines(config: pytest.Config) -> None:
 
     The built-in stacks and ``nomnesia.suite.engines.engine_url`` (what a
     ``--store`` factory calls) share it; it closes in ``pytest_unconfigure``.
+    ``nomnesia.adapters.engines`` is imported here and in ``nomnesia_store``, not at
+    the top: it costs ~75 ms (tenacity, every engine's part), a quarter of this
+    module's import, which every pytest run in the environment pays.
     """
-    from nomnesia.adapters.engines import session as engines
+    from nomnesia.adapters.engines import get_provider, session  # function-level: ~75 ms
 
     def make() -> Any:
-        from nomnesia.adapters.engines import get_provider  # the plugin may import adapters
-
         return _settle(get_provider(_backends(config)))
 
-    session = engines.EngineSession(make)
-    config.stash[_ENGINES] = session
-    config.stash[_UNINSTALL] = engines.install(session)
+    engines = session.EngineSession(make)
+    config.stash[_ENGINES] = engines
+    config.stash[_UNINSTALL] = session.install(engines)
 
 
 @pytest.hookimpl(trylast=True)
@@ -385,7 +310,7 @@ def pytest_configure_node(node: Any) -> None:
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     chosen = _target(config)
-    if not (chosen or _collects_suite(config)):
+    if not (chosen or collects_suite(config)):
         return None
     target = " ".join(chosen) if chosen else "(subclass)"
     seed = config.stash[_SEED]
@@ -402,21 +327,6 @@ def _profile_line(config: pytest.Config) -> str:
     if unknown is not None:
         return f"profile: not read, opening a store failed ({unknown[:200]})"
     return "profile: read from each test class's store"
-
-
-def _collects_suite(config: pytest.Config) -> bool:
-    """Whether the command line names the suite's package or files (a controller-side guess)."""
-    for arg in config.args:
-        name = arg.split("::")[0]
-        if name == _PACKAGE or name.startswith(_PACKAGE + "."):
-            return True
-        try:
-            path = (config.invocation_params.dir / name).resolve()
-        except OSError:  # pragma: no cover
-            continue
-        if path == _SUITE_DIR or _SUITE_DIR in path.parents:
-            return True
-    return False
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -463,11 +373,9 @@ def nomnesia_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]
     if option != "--adapter":
         yield _interface_factory(config, option, adapter)
         return
-    from nomnesia.adapters import ADAPTERS
-
     server_only: frozenset[str] = frozenset()
     if ADAPTERS[adapter].engines:
-        from nomnesia.adapters.engines import SERVER_ONLY
+        from nomnesia.adapters.engines import SERVER_ONLY  # function-level: ~75 ms
 
         server_only = SERVER_ONLY.intersection(ADAPTERS[adapter].engines)
     if server_only and getattr(config.stash[_ENGINES].provider, "kind", None) == "embedded":
@@ -480,8 +388,6 @@ def nomnesia_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]
 def _adapter_factory(config: pytest.Config, adapter: str) -> Callable[..., Any]:
     """``open_store(adapter)`` on the session's engines (one provider per session or xdist
     worker, shared with engine_url(); every store gets its own namespace in it)."""
-    from nomnesia.adapters import ADAPTERS, open_store
-
     # Routed, so a partial-failure test can put its fault proxy in front of each engine.
     provider = config.stash[_ENGINES].routed() if ADAPTERS[adapter].engines else None
     return partial(open_store, adapter, provider=provider)
@@ -500,10 +406,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     """
     report: Any = yield
     excinfo = call.excinfo
-    if _in_suite(Path(str(item.path))):
-        from . import reporting
-
-        reporting.annotate(report, excinfo)  # its causes, for the summary by cause
+    if in_suite(Path(str(item.path))):
+        annotate(report, excinfo)  # its causes, for the summary by cause
     if (excinfo is None or not report.failed
             or not isinstance(excinfo.value, GuaranteeViolation)
             or item.config.getoption("tbstyle", "auto") != "auto"):
@@ -511,7 +415,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     where = ""
     for entry in reversed(excinfo.traceback):
         path = Path(str(entry.path))
-        if path.parent == _SUITE_DIR and path.name.startswith("test_"):
+        if path.parent == SUITE_DIR and path.name.startswith("test_"):
             where = f"\n\n{path.name}:{entry.lineno + 1}: in {entry.name}"
             break
     report.longrepr = f"{excinfo.value}{where}"
@@ -521,26 +425,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The profile and what was not applicable to it; then failures grouped by cause
     (twelve red tests from one trimmed user id read as one line)."""
-    from . import reporting
-
     config = terminalreporter.config
     skipped = terminalreporter.stats.get("skipped", ())
-    inapplicable = [r for r in skipped if reporting.is_not_applicable(r)]
+    inapplicable = [r for r in skipped if is_not_applicable(r)]
     if inapplicable or config.stash.get(SESSION_PROFILE, None) is not None:
         terminalreporter.write_sep("=", "nomnesia: profile")
         terminalreporter.write_line(_profile_line(config))
-        for line in reporting.not_applicable_lines(inapplicable):
+        for line in not_applicable_lines(inapplicable):
             terminalreporter.write_line(line)
 
-    failures = [(r.nodeid, reporting.report_causes(r))
+    failures = [(r.nodeid, report_causes(r))
                 for kind in ("failed", "error") for r in terminalreporter.stats.get(kind, ())
                 if getattr(r, "when", "call") in ("setup", "call", "teardown")]
     failures = [(nodeid, causes) for nodeid, causes in failures if causes]
     if not failures:
         return
-    groups = reporting.group_causes(failures)
+    groups = group_causes(failures)
     terminalreporter.write_sep("=", "nomnesia: failures by cause")
-    for line in reporting.cause_lines(groups, len({nodeid for nodeid, _ in failures})):
+    for line in cause_lines(groups, len({nodeid for nodeid, _ in failures})):
         terminalreporter.write_line(line)
 
 
@@ -554,11 +456,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     Other projects' items are left alone (their ``guarantee`` mark may mean something
     else); ``--nomnesia-json`` checks every item it reports on.
     """
-    from . import reporting
-
     for item in items:
-        if _in_suite(Path(str(item.path))):
-            reporting.declared(item)  # raises UsageError for anything but Guarantee members
+        if in_suite(Path(str(item.path))):
+            declared(item)  # raises UsageError for anything but Guarantee members
     if _target(config) is not None:
         return
     if hasattr(config, "workerinput"):
@@ -567,78 +467,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         raise pytest.UsageError(_usage())
 
 
-def _in_suite(path: Path) -> bool:
-    try:
-        return path.resolve().parent == _SUITE_DIR
-    except OSError:  # pragma: no cover
-        return False
-
-
-class _OwnNaming:
-    """The suite's names are ``Test*`` and ``test_*`` whatever the caller's ini says."""
-
-    def classnamefilter(self, name: str) -> bool:
-        return name.startswith("Test")
-
-    def funcnamefilter(self, name: str) -> bool:
-        return name.startswith("test")
-
-
-class SuiteModule(_OwnNaming, pytest.Module):
-    """A suite file, always imported under its real name ``nomnesia.suite.test_x``.
-
-    From an editable install pytest's default import mode would import
-    ``suite/test_x.py`` as a bare ``suite.test_x`` (the repository root has no
-    ``__init__.py``), a second copy of every class; importing by name avoids it.
-    """
-
-    def _getobj(self) -> Any:
-        return importlib.import_module(f"{_PACKAGE}.{self.path.stem}")
-
-
-class SuiteClass(_OwnNaming, pytest.Class):
-    """A suite class, collected by the suite's own naming rules."""
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_pycollect_makeitem(collector: pytest.Collector, name: str,
-                              obj: object) -> pytest.Class | None:
-    if isinstance(collector, SuiteModule) and isinstance(obj, type) \
-            and collector.classnamefilter(name) and getattr(obj, "__test__", True):
-        return SuiteClass.from_parent(collector, name=name, obj=obj)
-    return None
-
-
-class SuitePackage(pytest.Package):
-    """The suite's directory; its ``__init__`` is imported by name, never by path."""
-
-    def setup(self) -> None:
-        importlib.import_module(_PACKAGE)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if path.resolve() == _SUITE_DIR:
-        return SuitePackage.from_parent(parent, path=path)
-    return None
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_pycollect_makemodule(module_path: Path,
-                                parent: pytest.Collector) -> pytest.Module | None:
-    if _in_suite(module_path) and module_path.name.startswith("test_"):
-        return SuiteModule.from_parent(parent, path=module_path)
-    return None
-
-
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
-    """Collect the suite's files even when the caller's ``python_files`` would not match them."""
-    if not (_in_suite(file_path) and file_path.name.startswith("test_")
-            and file_path.suffix == ".py"):
-        return None
-    if parent.session.isinitpath(file_path):
-        return None  # pytest collects explicitly named files itself
-    patterns = parent.config.getini("python_files")
-    if any(file_path.match(p) for p in patterns):
-        return None  # pytest's own collector will (through pytest_pycollect_makemodule)
-    return SuiteModule.from_parent(parent, path=file_path)

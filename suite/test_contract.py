@@ -8,10 +8,6 @@ answer in exactly one way (up to the freedoms SPEC.md allows: seq gaps, any
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
-
 import pytest
 
 from .base import StoreTests
@@ -28,24 +24,22 @@ from .contract import (
     G10,
     G11,
     G12,
-    SUMMARY_ROLE,
     Guarantee,
 )
 from .core.attempts import Attempts
 from .core.checks import Model, check_user, search_finds, snapshot
+from .core.contract_checks import (
+    check_bounded_calls,
+    check_compaction,
+    check_conflicting_retries,
+    check_declared_bounds,
+    check_forget,
+    check_isolation,
+    fill,
+)
 from .core.loop import suite_test
-from .core.recorder import LoggedStore, StoreFactory, recorded
-from .core.settings import settings
+from .core.recorder import StoreFactory, recorded
 from .core.violations import expect
-
-
-async def _fill(s: LoggedStore, model: Model, user_id: str, n: int, tag: str = "m") -> list[str]:
-    ids = []
-    for i in range(n):
-        e = await model.append(s, user_id, f"{tag} {user_id} message number {i}",
-                                role=("user", "assistant", "system", "tool")[i % 4])
-        ids.append(e.id)
-    return ids
 
 
 class TestContract(StoreTests):
@@ -62,12 +56,7 @@ class TestContract(StoreTests):
         them to know how many entries compaction keeps and how long search may lag.
         """
         async with recorded(store) as s:
-            keep = getattr(s.inner, "keep_last", None)
-            expect(isinstance(keep, int) and not isinstance(keep, bool) and keep >= 1, G7,
-                   f"store.keep_last must be an int >= 1, is {keep!r}")
-            lag = getattr(s.inner, "search_staleness", None)
-            expect(isinstance(lag, (int, float)) and not isinstance(lag, bool) and lag >= 0, G4,
-                   f"store.search_staleness must be a number >= 0, is {lag!r}")
+            await check_declared_bounds(s)
 
     @pytest.mark.needs("entries", "message_id")
     @pytest.mark.guarantee(G1, G2, G3, G4, G5, G6, G11)
@@ -121,7 +110,7 @@ class TestContract(StoreTests):
         """
         async with recorded(store) as s:
             m = Model()
-            ids = await _fill(s, m, "ann", 13)
+            ids = await fill(s, m, "ann", 13)
             limits = (1, 2, 5, 12, 13, 14, 100)
             attempts = Attempts("limit", len(limits) + 1, odd=False)
             for limit in limits:
@@ -148,7 +137,7 @@ class TestContract(StoreTests):
         """
         async with recorded(store) as s:
             m = Model()
-            ids = await _fill(s, m, "ann", 300)
+            ids = await fill(s, m, "ann", 300)
             got = [e.id for e in await s.get_history("ann", 1000)]
             expect(got == ids, G3, f"get_history(limit=1000) returned {len(got)} of 300 "
                    "entries, or not in order", s.log)
@@ -198,8 +187,8 @@ class TestContract(StoreTests):
         """
         async with recorded(store) as s:
             m = Model()
-            await _fill(s, m, "ann", 9)
-            await _fill(s, m, "bob", 3)
+            await fill(s, m, "ann", 9)
+            await fill(s, m, "bob", 3)
             ks = (1, 2, 3, 8, 9, 50)
             attempts = Attempts("k", len(ks) + 1, odd=False)
             for k in ks:
@@ -225,7 +214,7 @@ class TestContract(StoreTests):
         """
         async with recorded(store) as s:
             m = Model()
-            await _fill(s, m, "ann", 3)
+            await fill(s, m, "ann", 3)
             expect(await s.get_history("nobody") == [], G3,
                    "get_history of an unknown user is not empty", s.log)
             if s.can("search"):
@@ -256,7 +245,7 @@ class TestContract(StoreTests):
         async with recorded(store) as s:
             m = Model()
             first = await m.append(s, "ann", "pay rent", message_id="req-1")
-            await _fill(s, m, "ann", 2)
+            await fill(s, m, "ann", 2)
             before = snapshot(await s.get_history("ann", 100))
             again = await m.append(s, "ann", "pay rent", message_id="req-1")
             expect(snapshot([again]) == snapshot([first]), G6,
@@ -265,7 +254,7 @@ class TestContract(StoreTests):
                    "a retry with the same message_id changed the history", s.log)
             await check_user(s, m, "ann")
             # Once covered by a summary, the message is still accounted for.
-            await _fill(s, m, "ann", s.keep_last + 1, tag="later")
+            await fill(s, m, "ann", s.keep_last + 1, tag="later")
             summary = await s.compact("ann")
             expect(summary is not None and "req-1" in summary.covers, G7,
                    "compaction with more than keep_last live entries did not cover the oldest",
@@ -289,34 +278,7 @@ class TestContract(StoreTests):
         returning it; raise ValueError (not a backend error) on a mismatch, and
         write nothing.
         """
-        async def setup(s: LoggedStore) -> tuple[Model, list[Any]]:
-            m = Model()
-            await m.append(s, "ann", "pay rent", message_id="req-1")
-            await _fill(s, m, "ann", 2)
-            return m, snapshot(await s.get_history("ann", 100))
-
-        async def conflict(s: LoggedStore, state: tuple[Model, list[Any]],
-                           variant: tuple[str, str]) -> None:
-            role, content = variant
-            try:
-                await s.append_message("ann", role, content, message_id="req-1")
-            except ValueError:
-                pass
-            else:
-                expect(False, G6, f"a retry of 'req-1' with {(role, content)!r} did not "
-                                  "raise ValueError", s.log)
-            expect(snapshot(await s.get_history("ann", 100)) == state[1], G6,
-                   "a conflicting retry changed the history", s.log)
-
-        async def finish(s: LoggedStore, state: tuple[Model, list[Any]]) -> None:
-            await check_user(s, state[0], "ann")
-
-        variants = [("user", "pay RENT"), ("assistant", "pay rent"), ("user", "pay rent "),
-                    ("user", "")]
-        # Each conflicting retry on its own; one that slipped through poisons the history.
-        attempts = Attempts("conflicting retry", len(variants), odd=False)
-        await attempts.each(store, variants, setup, conflict, finish=finish)
-        attempts.check()
+        await check_conflicting_retries(store)
 
     @pytest.mark.needs("entries", "message_id")
     @pytest.mark.guarantee(G1, G2, G4, G5, G6, G11)
@@ -352,7 +314,7 @@ class TestContract(StoreTests):
             m = Model()
             expect(await s.compact("ann") is None, G7, "compact of an empty user is not None",
                    s.log)
-            await _fill(s, m, "ann", s.keep_last)
+            await fill(s, m, "ann", s.keep_last)
             before = snapshot(await s.get_history("ann", 100))
             expect(await s.compact("ann") is None, G7,
                    f"compact with exactly keep_last={s.keep_last} live entries is not None", s.log)
@@ -373,43 +335,7 @@ class TestContract(StoreTests):
         from every tier, the search index included, before returning.
         """
         async with recorded(store) as s:
-            m = Model()
-            keep = s.keep_last
-            ids = await _fill(s, m, "ann", keep + 3)
-            summary = await s.compact("ann")
-            expect(summary is not None, G7, f"compact with keep_last+3={keep + 3} live entries "
-                                            "returned None", s.log)
-            assert summary is not None
-            m.user("ann").summaries.add(summary.id)
-            expect(summary.role == SUMMARY_ROLE and summary.user_id == "ann", G7,
-                   f"compact returned role {summary.role!r} for user {summary.user_id!r}", s.log)
-            expect(sorted(summary.covers) == sorted(ids[:3]) and len(summary.covers) == 3, G7,
-                   f"the summary covers {list(summary.covers)}, not the 3 oldest {ids[:3]}", s.log)
-            history = await s.get_history("ann", 100)
-            expect([e.id for e in history] == [summary.id, *ids[3:]], G7,
-                   "after compact the history is not [summary, newest keep_last]", s.log)
-            expect(history[0].seq < history[1].seq, G5,
-                   "the summary's seq is not below the entries it did not cover", s.log)
-            await check_user(s, m, "ann")
-
-            # A second compaction folds the first summary's covers in, never its id.
-            later = await _fill(s, m, "ann", 2, tag="later")
-            second = await s.compact("ann")
-            expect(second is not None, G7, "second compact returned None", s.log)
-            assert second is not None
-            m.user("ann").summaries.add(second.id)
-            expect(summary.id not in second.covers, G7,
-                   "the second summary covers the first summary's id", s.log)
-            tail = [*ids[3:], *later]
-            expected = set(ids[:3]) | set(tail[:-keep])
-            expect(set(second.covers) == expected and len(second.covers) == len(expected), G7,
-                   f"the second summary covers {sorted(second.covers)}, "
-                   f"not {sorted(expected)}", s.log)
-            history = await s.get_history("ann", 100)
-            expect([e.id for e in history] == [second.id, *tail[-keep:]], G7,
-                   "after the second compact the history is not [summary, newest keep_last]",
-                   s.log)
-            await check_user(s, m, "ann")
+            await check_compaction(s, Model())
 
     @pytest.mark.needs("entries", "compact", "search")
     @pytest.mark.guarantee(G1, G2, G4, G5, G7, G11)
@@ -450,7 +376,7 @@ class TestContract(StoreTests):
         """
         async with recorded(store) as s:
             m = Model()
-            await _fill(s, m, "ann", s.keep_last + 2)
+            await fill(s, m, "ann", s.keep_last + 2)
             summary = await s.compact("ann")
             assert summary is not None
             e = await m.append(s, "ann", "written after compaction")
@@ -477,14 +403,14 @@ class TestContract(StoreTests):
         """
         async with recorded(store) as s:
             m = Model()
-            await _fill(s, m, "ann", s.keep_last + 4)
+            await fill(s, m, "ann", s.keep_last + 4)
             await s.compact("ann")
             await check_user(s, m, "ann")
             e = await m.append(s, "ann", "written after the first compaction")
             history = await s.get_history("ann", 100)
             expect(history and history[-1].id == e.id, G3,
                    "the append after compact is not the newest live entry", s.log)
-            await _fill(s, m, "ann", s.keep_last + 1, tag="later")
+            await fill(s, m, "ann", s.keep_last + 1, tag="later")
             await s.compact("ann")
             await check_user(s, m, "ann")
 
@@ -499,34 +425,7 @@ class TestContract(StoreTests):
         new message rather than a retry of a forgotten one.
         """
         async with recorded(store) as s:
-            m = Model()
-            mid = "keep-id" if s.can("message_id") else None
-            await _fill(s, m, "ann", s.keep_last + 2)
-            await m.append(s, "ann", "secret to forget", message_id=mid)
-            if s.can("compact"):
-                await s.compact("ann")
-            await _fill(s, m, "bob", 3)
-            await s.forget("ann")
-            m.forgot("ann")
-            expect(await s.get_history("ann", 100) == [], G8,
-                   "get_history returns entries after forget", s.log)
-            for q in ("secret to forget", "m ann message number 0", "summary"):
-                if s.can("search"):
-                    expect(await s.search("ann", q, 5) == [], G8,
-                           f"search({q!r}) returns entries after forget", s.log)
-            if s.can("compact"):
-                expect(await s.compact("ann") is None, G8,
-                       "compact after forget did not return None", s.log)
-            if s.can("consistent"):
-                expect(await s.consistent_state("ann"), G8,
-                       "consistent_state is falsy after forget", s.log)
-            await s.forget("ann")  # twice is fine
-            await check_user(s, m, "ann")
-            await check_user(s, m, "bob")
-            again = await m.append(s, "ann", "a new life", message_id=mid)
-            expect([e.id for e in await s.get_history("ann", 100)] == [again.id], G8,
-                   "after forget and a re-append, history is not just the new entry", s.log)
-            await check_user(s, m, "ann")
+            await check_forget(s, Model())
 
     @pytest.mark.guarantee(G1, G2, G4, G5, G7, G8, G9, G11)
     @suite_test
@@ -537,30 +436,7 @@ class TestContract(StoreTests):
         never a prefix or pattern) and keep per-user keys unambiguous.
         """
         async with recorded(store) as s:
-            m = Model()
-            users = ["ann", "anna", "bob"]
-            for u in users:
-                await _fill(s, m, u, s.keep_last + 1, tag="shared words")
-            if s.can("compact"):
-                await s.compact("ann")
-            attempts = Attempts("user", len(users), odd=False)
-            for u in users:
-                with attempts(u):
-                    await check_user(s, m, u)
-                    hits = await s.search(u, f"shared words {u} message number 1", 10) \
-                        if s.can("search") else []
-                    for h in hits:
-                        expect(h.user_id == u, G9, f"search for {u!r} returned "
-                                                   f"{h.user_id!r}'s entry", s.log)
-            attempts.check()
-            if not s.can("forget"):
-                return
-            await s.forget("anna")
-            m.forgot("anna")
-            for u in users:
-                with attempts(u, label=f"user {u!r} after forget('anna')"):
-                    await check_user(s, m, u)
-            attempts.check()
+            await check_isolation(s, Model())
 
     @pytest.mark.needs("consistent")
     @pytest.mark.guarantee(G1, G2, G4, G5, G7, G8, G10, G11)
@@ -575,7 +451,7 @@ class TestContract(StoreTests):
         async with recorded(store) as s:
             m = Model()
             await s.recover()
-            await _fill(s, m, "ann", s.keep_last + 1)
+            await fill(s, m, "ann", s.keep_last + 1)
             await check_user(s, m, "ann")
             before = snapshot(await s.get_history("ann", 100))
             await s.recover()
@@ -602,24 +478,7 @@ class TestContract(StoreTests):
         lock wait) and turn its expiry into an error that names the backend.
         """
         async with recorded(store) as s:
-            m = Model()
-            calls: list[tuple[str, str, Callable[[], Awaitable[Any]]]] = [
-                ("append", "append_message", lambda: m.append(s, "ann", "bounded")),
-                ("read", "get_history", lambda: s.get_history("ann", 5)),
-                ("search", "search", lambda: s.search("ann", "bounded", 5)),
-                ("compact", "compact", lambda: s.compact("ann")),
-                ("consistent", "consistent_state", lambda: s.consistent_state("ann")),
-                ("recover", "recover", s.recover),
-                ("forget", "forget", lambda: s.forget("ann")),
-            ]
-            for feature, name, call in calls:
-                if not s.can(feature):
-                    continue
-                try:
-                    await asyncio.wait_for(call(), settings.op_timeout)
-                except asyncio.TimeoutError:
-                    expect(False, G12, f"{name} did not answer within {settings.op_timeout:g}s "
-                                       "on a healthy store", s.log)
+            await check_bounded_calls(s, Model())
 
     @pytest.mark.guarantee(none="nomnesia's own failure-message format, not a store")
     def test_guarantee_names_are_stable(self) -> None:

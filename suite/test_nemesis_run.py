@@ -7,6 +7,7 @@ import pytest
 from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11, G12
 from .core.profiles import NOT_APPLICABLE
 from .core.settings import settings
+from .plugin import _target
 
 
 # The history checker on a default mix (G1-G9), lost and doubled appends (G1, G2),
@@ -29,14 +30,12 @@ def test_nemesis(request: pytest.FixtureRequest) -> None:
     kinds = config.getoption("nomnesia_nemesis", None)
     if not kinds:
         pytest.skip("the nemesis runs with --nemesis KINDS (it takes minutes; docs/nemesis.md)")
-    from .plugin import _target
-
     target = _target(config)
     if target is None:
         pytest.skip("the nemesis runs on --adapter, --store or an interface option, not on a "
                     "subclass's store fixture")
     option, value = target
-    from .nemesis.suite_hook import nemesis_test
+    from .nemesis.suite_hook import nemesis_test  # function-level: ~170 ms, --nemesis only
 
     adapter = value if option == "--adapter" else ""
     store = value if option == "--store" else ""

@@ -15,6 +15,8 @@ from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+from .causes import causes_for
+
 __all__ = ["HUGE", "PROBES", "run_probes"]
 
 Opener = Callable[[], AbstractAsyncContextManager[Any]]
@@ -127,7 +129,7 @@ async def nul_poisons(open_store: Opener) -> str | None:
 
 async def threads_local_qdrant(open_store: Opener) -> str | None:
     """mem0 without the adapter's lock: concurrent add and get_all on local Qdrant."""
-    from .mem0 import factory_unlocked
+    from .mem0 import factory_unlocked  # function-level: mem0 is an optional extra
 
     async with factory_unlocked() as s:
         memory = s.memory
@@ -214,8 +216,6 @@ PROBES: dict[str, Probe] = {p.__name__: p for p in (
 
 async def run_probes(audit: str, open_store: Opener) -> dict[str, str | None]:
     """Every probe of ``audit``'s causes: cause key to evidence (None: not reproduced)."""
-    from .causes import causes_for
-
     out: dict[str, str | None] = {}
     for cause in causes_for(audit):
         if cause.probe is None:

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from . import AUDITS
+from ._engines import provider
 from .causes import CAUSES, Cause, repro_dir
 
 __all__ = ["ENGINES", "Outcome", "main", "needs", "run_one"]
@@ -86,8 +88,6 @@ def run_one(cause: Cause, script: Path, env: dict[str, str]) -> Outcome:
 
 def run(causes: Sequence[Cause], directory: Path) -> list[Outcome]:
     """Every script of ``causes``, with the engines they need started once for all."""
-    from ._engines import provider
-
     scripts = {c.key: directory / str(c.repro) for c in causes}
     wanted: set[str] = set()
     for script in scripts.values():
@@ -113,8 +113,6 @@ def venv_audit(cause: Cause) -> str | None:
     has a venv of its own (``Audit.requires``), ``run.py`` runs the script there, with
     ``--only-audit``, and the run without it leaves the script out. One rule, here, for both.
     """
-    from . import AUDITS
-
     own = [a for a in cause.audits if a in AUDITS and AUDITS[a].requires]
     return own[0] if own and len(own) == len(cause.audits) else None
 

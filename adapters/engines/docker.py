@@ -30,6 +30,8 @@ from typing import Any
 from nomnesia.suite.contract.errors import BackendUnavailable
 
 from ._base import TOPOLOGIES, Provider
+from ._proc import Watchdog, run_owners
+from .images import ensure_image
 from .resp_part import REDIS_MEMORY_FLAGS
 
 __all__ = ["LOCAL_SPECS", "SPECS", "ContainerSpec", "DockerProvider", "build_container",
@@ -153,8 +155,6 @@ def choose_image(engine: str, client: Any, *, build_dir: Path | None = None) -> 
             if mode == "official" or engine not in LOCAL_SPECS:
                 raise BackendUnavailable(engine, f"image {official.image} is not on the Docker "
                                          f"engine and cannot be pulled ({exc})") from exc
-    from .images import ensure_image
-
     ensure_image(client, engine, build_dir=build_dir)
     return LOCAL_SPECS[engine]
 
@@ -265,8 +265,6 @@ class DockerProvider(Provider):
     def _private_dir(self) -> Path:
         """This provider's directory (Qdrant Edge's shards, image builds), made on first use,
         with the watchdog that removes it, and our containers, if this process dies."""
-        from ._proc import Watchdog, run_owners
-
         with self._containers_lock:
             if self._dir is None:
                 watchdog = Watchdog(run_owners())  # first: nothing may exist that no one removes

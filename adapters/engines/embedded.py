@@ -28,13 +28,11 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from nomnesia.suite.contract.errors import BackendUnavailable, add_explainer, remove_explainer
 
-from ._base import Provider
 from ._proc import Watchdog, free_port, kill_group, run_owners, spawn
 from ._watchdog import kill_all
 from .in_process_part import QdrantEdgePart, QdrantPart
@@ -83,6 +81,7 @@ from .resp_part import (
     redis_server_path,
     valkey_server_path,
 )
+from .topology_faults import TopologyFaults
 
 # The ``X as X`` imports keep names importable from here, where callers (tests, benchmarks)
 # found them before the engines moved into their parts.
@@ -127,7 +126,7 @@ def engine_parts() -> dict[str, EnginePart]:
     }
 
 
-class EmbeddedProvider(Provider):
+class EmbeddedProvider(TopologyFaults):
     """Engines from installed wheels, private to this provider, gone with it or its process.
 
     The provider is the host of its engine parts (``part.EngineHost``): the public
@@ -260,56 +259,6 @@ class EmbeddedProvider(Provider):
         if part is None:
             raise BackendUnavailable(engine, "the embedded provider has no such engine")
         return part.start(self)
-
-    def can_fail_over(self, engine: str) -> bool:
-        """Whether ``engine`` is a replicated topology that :meth:`failover` can fail over
-        (asked without starting anything: the nemesis picks its faults by it)."""
-        return callable(getattr(self._parts.get(engine), "failover", None))
-
-    def failover(self, engine: str, *, freeze: bool = False) -> dict[str, float | int]:
-        """Fail ``engine``'s primary over to its standby, as a failover manager would;
-        with ``freeze``, the primary is frozen (SIGSTOP) rather than killed, and thawed
-        after the promotion: the split brain of a VM pause (the parts say what follows).
-
-        Only a replicated topology has one (``postgres-ha``, ``postgres-ha-async``,
-        ``redis-sentinel``, ``valkey-sentinel``, ``redis-cluster``); the figures it
-        returns say what the failover took (``postgres_ha.PostgresPair``,
-        ``resp_ha.SentinelGroup``, ``resp_cluster.RespCluster``)."""
-        self.url(engine)
-        part = self._parts[engine]
-        failover = getattr(part, "failover", None)
-        if failover is None:
-            raise ValueError(f"{engine} is a single instance: it has no failover")
-        result: dict[str, float | int] = failover(self, freeze=freeze)
-        return result
-
-    # -- links between a topology's members -------------------------------------
-
-    def link_faults(self, engine: str) -> tuple[str, ...]:
-        """The faults :meth:`lag_links` and :meth:`cut_primary` can cause on ``engine``'s
-        links between members (empty for a single instance), asked without starting it."""
-        return tuple(getattr(self._parts.get(engine), "link_faults", ()))
-
-    def lag_links(self, engine: str, ms: float) -> str:
-        """Delay ``engine``'s replication by ``ms``; the store's own links pass. What was
-        done (``resp_ha.SentinelGroup.lag_links``, ``postgres_ha.PostgresPair.lag_links``)."""
-        return str(self._linked(engine, "lag").lag_links(self, ms))
-
-    def cut_primary(self, engine: str) -> str:
-        """Cut ``engine``'s primary off from its replicas (and Sentinels); what was done."""
-        return str(self._linked(engine, "cut-primary").cut_primary(self))
-
-    def heal_links(self, engine: str) -> None:
-        """Undo :meth:`lag_links` and :meth:`cut_primary` on ``engine``."""
-        if self.link_faults(engine) and engine in self._urls:
-            self._parts[engine].heal_links(self)  # type: ignore[attr-defined]
-
-    def _linked(self, engine: str, fault: str) -> Any:
-        if fault not in self.link_faults(engine):
-            raise ValueError(f"{engine} has no {fault} fault on its links (it has: "
-                             f"{', '.join(self.link_faults(engine)) or 'none'})")
-        self.url(engine)
-        return self._parts[engine]
 
     # -- self-checks -------------------------------------------------------------
 

@@ -31,6 +31,8 @@ from typing import Any
 
 from nomnesia.suite.contract.errors import BackendUnavailable
 
+from . import embedded  # by module: tests swap its binaries' paths (monkeypatch)
+
 __all__ = ["LOCAL_IMAGES", "Recipe", "ensure_image", "libraries"]
 
 PG_UID = 999
@@ -66,9 +68,7 @@ class Recipe:
 
 
 def _postgres_files() -> dict[str, Path]:
-    from .embedded import postgres_bin_dir
-
-    install = postgres_bin_dir().parent
+    install = embedded.postgres_bin_dir().parent
     package = install.parent
     files = {f"{PG_ROOT}/{p.relative_to(package.parent)}": p
              for p in install.rglob("*") if p.is_file() or p.is_symlink()}
@@ -90,21 +90,15 @@ def _resp_files(binary: Callable[[], Path], modules: Iterable[Callable[[], Path]
 
 
 def _redis() -> Path:
-    from .embedded import redis_server_path
-
-    return redis_server_path()
+    return embedded.redis_server_path()
 
 
 def _valkey() -> Path:
-    from .embedded import valkey_server_path
-
-    return valkey_server_path()
+    return embedded.valkey_server_path()
 
 
 def _search() -> Path:
-    from .embedded import redis_search_module_path
-
-    return redis_search_module_path()
+    return embedded.redis_search_module_path()
 
 
 def _json() -> Path:

@@ -12,6 +12,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
+from nomnesia.suite.contract.errors import BackendUnavailable
+
 from .proxy import Proxy, ProxyLoop
 from .toxics import Toxic
 
@@ -58,8 +60,6 @@ class ProxiedProvider:
             raise ValueError(f"cannot proxy {name} URL without one host:port: {real}")
         with self._lock:
             if self._closed:
-                from nomnesia.suite.contract.errors import BackendUnavailable
-
                 raise BackendUnavailable(name, "the proxied provider is closed")
             proxy = self._proxies.get(name)
             if proxy is not None and proxy.target != (host, port):

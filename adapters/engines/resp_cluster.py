@@ -63,6 +63,7 @@ from .resp_part import (
     redis_server_path,
 )
 from .toxics import make
+from .urls import cluster_url
 
 __all__ = ["NODE_SOURCE", "NODE_TIMEOUT_MS", "SLOTS", "Node", "RespCluster", "View"]
 
@@ -198,8 +199,6 @@ class RespCluster(EnginePart):
 
     def url(self) -> str:
         """Every node as a seed: a client finds the slot map through any that answers."""
-        from nomnesia.adapters.engines.urls import cluster_url
-
         return cluster_url([("127.0.0.1", node.port) for node in self._nodes])
 
     @property

@@ -59,6 +59,7 @@ from .resp_part import (
     valkey_server_path,
 )
 from .toxics import make
+from .urls import sentinel_url
 
 __all__ = ["DOWN_AFTER_MS", "NODE_SOURCE", "SENTINEL_SOURCE", "SERVICE", "TOPOLOGIES",
            "SentinelGroup", "sentinel_parts"]
@@ -142,8 +143,6 @@ class SentinelGroup(EnginePart):
         return self.url()
 
     def url(self) -> str:
-        from nomnesia.adapters.engines.urls import sentinel_url
-
         return sentinel_url([("127.0.0.1", s.port) for s in self._sentinels], SERVICE)
 
     @property

@@ -27,9 +27,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from ._base import per_user
+from ..core.fresh import Namespace
+from ._base import InterfaceMismatch, has, per_user, what
 
-__all__ = ["INTERFACES", "Interface", "MissingLibrary", "by_option", "check", "per_user",
+__all__ = ["INTERFACES", "Interface", "InterfaceMismatch", "MissingLibrary", "by_option", "check",
+           "per_user",
            "store_factory"]
 
 
@@ -122,8 +124,6 @@ def _installed(interface: Interface) -> bool:
 def mismatch(interface: Interface, value: str, found: Any, lacking: list[str]) -> str:
     """The one sentence that stops a run whose factory made the wrong object for its option:
     what the object is, what the option expects, and which option (or profile) fits."""
-    from ._base import has, what
-
     others = []
     for other in INTERFACES:
         if other is interface or not _installed(other):
@@ -150,9 +150,6 @@ async def check(interface: Interface, target: Callable[..., Any], value: str,
     A per-user factory is called with a fresh id (``fresh.Namespace``): making the object
     writes nothing the suite would read.
     """
-    from ..core.fresh import Namespace
-    from ._base import InterfaceMismatch
-
     opener = importlib.import_module(f"{__name__}.{interface.module}").open_store
     try:
         async with opener(target, **options) as store:

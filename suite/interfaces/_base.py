@@ -10,6 +10,7 @@ from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any
 
+from ..contract.validation import validate_role
 from ..core.violations import UsageMistake
 
 __all__ = ["InterfaceMismatch", "Mapped", "contract_role", "enter", "has", "per_user", "text_of",
@@ -90,8 +91,6 @@ def contract_role(role: object) -> str:
     """SPEC's role, checked: the libraries have roles of their own (or none), so a role
     outside SPEC's four could only be mapped by guessing. ``ValueError`` before any write;
     user ids, contents, limits and ``k`` go to the library as given, to be judged."""
-    from ..contract.validation import validate_role
-
     return validate_role(role)
 
 
