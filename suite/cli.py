@@ -1,5 +1,6 @@
 """The ``nomnesia`` command: run the suite, turn its reports into a matrix, check this machine.
 
+``scan-forget`` looks inside engines for a forgotten user (``nomnesia.adapters.engines.residue``).
 ``run`` is a thin front for ``python -m pytest --pyargs nomnesia.suite`` so that
 its exit code, options and output stay pytest's; it only adds the JSON report
 and a one-line progress bar, because a several-minute run against real engines
@@ -26,7 +27,7 @@ from typing import Any, TextIO
 import pytest
 
 from nomnesia.adapters import ADAPTERS
-from nomnesia.adapters.engines import ENV_VARS, TOPOLOGIES, EmbeddedProvider
+from nomnesia.adapters.engines import ENV_VARS, TOPOLOGIES, EmbeddedProvider, residue
 
 from . import reporting
 from .report.page import render_page, write_run_pages
@@ -448,11 +449,19 @@ def parser() -> argparse.ArgumentParser:
                         help="also start and self-check the replicated topologies "
                         "(postgres-ha, redis-sentinel, redis-cluster ...): about 30 s more")
     doctor.set_defaults(func=cmd_doctor)
+
+    # Its own parser (nomnesia.adapters.engines.residue) reads the arguments: see main().
+    sub.add_parser("scan-forget", add_help=False,
+                   help="look for a forgotten user's ids and contents in every engine (G8): "
+                        "nomnesia scan-forget --redis URL --postgres DSN ... --user ID")
     return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ns = parser().parse_args(argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["scan-forget"]:  # the scanner's own parser, options and help included
+        return residue.main(args[1:])
+    ns = parser().parse_args(args)
     code: int = ns.func(ns)
     return code
 
