@@ -40,6 +40,7 @@ from .core.contract_checks import (
 from .core.loop import suite_test
 from .core.recorder import StoreFactory, recorded
 from .core.violations import expect
+from .forget_scan import scan_after_forget
 
 
 class TestContract(StoreTests):
@@ -420,12 +421,15 @@ class TestContract(StoreTests):
     async def test_forget_removes_everything(self, store: StoreFactory) -> None:
         """G8: after forget returns, no method returns anything written for that user before.
 
+        Where the suite handed the store its engines, it also scans every key and row
+        of them for the user (``forget_scan.py``): a row left behind fails G8, named.
+
         Troubleshooting: delete from every tier (short-term, archive, index,
         caches) before returning, and make a re-append with an old message_id a
         new message rather than a retry of a forgotten one.
         """
         async with recorded(store) as s:
-            await check_forget(s, Model())
+            await check_forget(s, Model(), scan_after_forget)
 
     @pytest.mark.guarantee(G1, G2, G4, G5, G7, G8, G9, G11)
     @suite_test

@@ -24,6 +24,10 @@ Each is the seed's profile (``append_message``, ``get_history``, ``compact``,
   object too (as AutoGen's ``RedisMemory`` tags each message with its instance's id): a
   second object in the same namespace reads nothing the first wrote (G1 across a reopen).
 
+- :func:`half_forget`: the Redis list and its PostgreSQL copy, with a ``forget`` that
+  deletes the list and leaves the rows: every read after the forget is empty, so only a
+  look inside the engines finds the user (G8, the suite's scan after forget).
+
 Every other store keeps its data under ``engines.store_namespace()`` (a key prefix, a table)
 and drops it on close unless ``engines.keep_data()``: fresh and dropped in the suite,
 shared and kept across the nemesis's worker processes until its final read.
@@ -166,8 +170,22 @@ def not_retrying() -> AbstractAsyncContextManager[RedisListStore]:
     return _closing(RedisListStore(engine_url("redis"), retries=False))
 
 
+class HalfForgetStore(TakebackStore):
+    """Reads come from the Redis list; ``forget`` deletes only that, the archive keeps the rows."""
+
+    async def forget(self, user_id: str) -> None:
+        await self.redis.delete(self.key(user_id))
+
+    async def consistent_state(self, user_id: str) -> bool:
+        return True  # it does not know it kept the rows: only a scan can tell
+
+
+def half_forget() -> AbstractAsyncContextManager[TakebackStore]:
+    return takeback(HalfForgetStore)
+
+
 @asynccontextmanager
-async def takeback() -> AsyncIterator[TakebackStore]:
+async def takeback(kind: type[TakebackStore] = TakebackStore) -> AsyncIterator[TakebackStore]:
     table = f"nmfs_{store_namespace()}"  # letters, digits and _ only
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         engine_url("postgres"), min_size=1, max_size=4, open=False, timeout=5.0,
@@ -176,7 +194,7 @@ async def takeback() -> AsyncIterator[TakebackStore]:
     try:
         async with pool.connection() as conn:
             await conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (user_id text, content text)")
-        store = TakebackStore(engine_url("redis"), pool, table)
+        store = kind(engine_url("redis"), pool, table)
         try:
             yield store
         finally:

@@ -137,6 +137,9 @@ class EngineSession:
         self._scope: FaultScope | None = None
         self._routed: _RoutedProvider | None = None
         self._armed = False  # faults were armed since the last heal
+        self.handed: dict[str, str] = {}
+        """Every engine this session handed out (kind -> its real URL, never a proxy's):
+        where the suite may look inside after a forget (``engines/residue``)."""
 
     @property
     def provider(self) -> EngineProvider:
@@ -159,6 +162,7 @@ class EngineSession:
         ``redis-search``, ``qdrant-edge``), starting it the first time; behind the fault
         proxy while a :meth:`faulted` scope is open."""
         real = self.provider.url(engine)
+        self.handed[engine] = real
         scope = self._scope
         return real if scope is None else scope.route(engine, real, provided=True)
 

@@ -89,8 +89,13 @@ async def check_compaction(s: LoggedStore, m: Model) -> None:
     await check_user(s, m, "ann")
 
 
-async def check_forget(s: LoggedStore, m: Model) -> None:
-    """G8: after forget nothing written before is returned; a re-append starts anew."""
+async def check_forget(s: LoggedStore, m: Model,
+                       inside: Callable[[LoggedStore, str], Awaitable[None]] | None = None
+                       ) -> None:
+    """G8: after forget nothing written before is returned; a re-append starts anew.
+
+    ``inside(s, user)``, where given, looks inside the store's engines once the forget and
+    its reads are done, before the user writes again (``suite/forget_scan.py``)."""
     mid = "keep-id" if s.can("message_id") else None
     await fill(s, m, "ann", s.keep_last + 2)
     await m.append(s, "ann", "secret to forget", message_id=mid)
@@ -114,6 +119,8 @@ async def check_forget(s: LoggedStore, m: Model) -> None:
     await s.forget("ann")  # twice is fine
     await check_user(s, m, "ann")
     await check_user(s, m, "bob")
+    if inside is not None:
+        await inside(s, "ann")
     again = await m.append(s, "ann", "a new life", message_id=mid)
     expect([e.id for e in await s.get_history("ann", 100)] == [again.id], G8,
            "after forget and a re-append, history is not just the new entry", s.log)

@@ -45,8 +45,9 @@ from .postgres import scan_postgres
 from .redis import scan_redis
 from .vectors import scan_edge_shard, scan_milvus, scan_qdrant, scan_qdrant_client, scan_qdrant_edge
 
-__all__ = ["KINDS", "Needle", "Residue", "ScanResult", "Scanned", "main", "needles", "point_uuid",
-           "scan", "scan_edge_shard", "scan_qdrant_client", "user_key"]
+__all__ = ["KINDS", "POSTGRES_KINDS", "REDIS_KINDS", "Needle", "Residue", "ScanResult", "Scanned",
+           "main", "needles", "point_uuid", "scan", "scan_edge_shard", "scan_qdrant_client",
+           "user_key"]
 
 
 _SCANNERS: dict[str, Callable[[str, str, Sequence[Needle], float], ScanResult]] = {
