@@ -155,7 +155,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.anomalies = config.getoption("nomnesia_anomalies", 3)
     settings.profile = config.getoption("nomnesia_profile", None)
     settings.eventually = float(config.getoption("nomnesia_eventually", 2.0))
-    settings.loop_block = float(config.getoption("nomnesia_loop_block", 2.0))
+    settings.loop_block = float(config.getoption("nomnesia_loop_block", 3.0))
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers, and before the header

@@ -51,9 +51,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="how long the suite polls consistent_state of a store that declares "
                          "no staleness bound (the seed profile) before G11 fails (default 2)")
     group.addoption("--nomnesia-loop-block", dest="nomnesia_loop_block", type=float,
-                    default=2.0, metavar="SECONDS",
+                    default=3.0, metavar="SECONDS",
                     help="a store call that stops the test's event loop this long is named "
-                         "(G12: a synchronous call inside an async method; default 2, 0: off)")
+                         "(G12: a synchronous call inside an async method; default 3, 0: off)")
     group.addoption("--nomnesia-seed", dest="nomnesia_seed", type=int, default=None,
                     metavar="N", help="seed of the randomised tests (default: random, printed)")
     group.addoption("--nomnesia-anomalies", dest="nomnesia_anomalies", type=_anomalies,

@@ -7,10 +7,10 @@ From inside the loop this looks like nothing at all (a one-second ``wait_for`` r
 five), and a test that then runs out of time can only say that nothing was in flight.
 
 So while a test body runs, a thread posts a beat to the loop every ``interval`` and waits
-for it. A beat that waits ``bound`` seconds or more is a block; the store calls in flight at
-that moment are the suspects, and once the loop answers again the block's length is known.
-A block with no store call in flight (the suite's own work) is not the store's and is not
-reported.
+for it. A beat that waits ``bound`` seconds or more is a block; a store call that was already
+in flight when the beat was posted, and still is, is the suspect (it has held the loop all
+that time), and once the loop answers again the block's length is known. A block with no
+such call (the suite's own work, or many quick calls that never suspend) is not reported.
 """
 
 from __future__ import annotations
@@ -88,8 +88,14 @@ class Heartbeat:
             if answered.wait(self.bound):
                 self._stop.wait(self.interval)
                 continue
-            calls = self._in_flight()
+            # Blocked ``bound`` seconds: the suspects are the calls that were already running
+            # when the beat was posted and still are. A loop kept busy by many quick calls
+            # that never suspend (an in-memory store in a tight loop) has none: each of its
+            # calls ended long before.
+            posted_ns = round(sent * 1e9)
+            calls = tuple(op for op in self._in_flight() if op.time <= posted_ns)
             while not answered.wait(0.05) and not self._stop.is_set():
                 pass  # bounded by the test's own timeout, which stops this thread
             if calls:
-                self.blocks.append(Block(time.monotonic() - sent, calls))
+                began = min(op.time for op in calls) / 1e9
+                self.blocks.append(Block(time.monotonic() - max(began, sent), calls))

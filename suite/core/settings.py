@@ -28,7 +28,7 @@ class Settings:
     eventually: float = 2.0
     """Seconds the suite polls ``consistent_state`` of a store that declares no staleness
     bound (the seed profile), as the seed's ``assert_eventually`` does."""
-    loop_block: float = 2.0
+    loop_block: float = 3.0
     """Seconds a store call may stop the test's event loop before the suite names it (G12:
     a synchronous call inside an async method; ``--nomnesia-loop-block``, 0: not watched)."""
 
