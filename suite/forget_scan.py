@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 
 from nomnesia.adapters.engines.residue import POSTGRES_KINDS, REDIS_KINDS, ScanResult, scan
-from nomnesia.adapters.engines.session import active_session
+from nomnesia.adapters.engines.session import EngineSession, active_session
 
 from .contract import G8
 from .core.recorder import LoggedStore
 from .core.settings import settings
 from .core.violations import expect
 
-__all__ = ["SCANNED_KINDS", "scan_after_forget"]
+__all__ = ["SCANNED_KINDS", "scan_after_forget", "scan_handed", "scannable"]
 
 SCANNED_KINDS: tuple[str, ...] = (*REDIS_KINDS, *POSTGRES_KINDS, "milvus-server")
 """The networked engines a scan can read from outside the store's process."""
@@ -35,12 +36,28 @@ _REPLICA_CATCH_UP = 10.0
 """At most this long (and at most the op timeout) for a replica to apply the forget."""
 
 
+def scannable(session: EngineSession | None) -> dict[str, str]:
+    """The engines ``session`` handed out that a scan can read from outside (kind -> URL)."""
+    return {} if session is None else {kind: url for kind, url in session.handed.items()
+                                       if kind in SCANNED_KINDS}
+
+
+def scan_handed(session: EngineSession | None, *, user_ids: Iterable[str] = (),
+                contents: Iterable[str] = (), entry_ids: Iterable[str] = ()) -> ScanResult:
+    """Scan every engine ``session`` handed out that can be read from outside; the
+    ``nomnesia_scan_forget`` fixture's function. A result that scanned nothing is not
+    ``clean``: the caller sees that nothing was looked at."""
+    engines = scannable(session)
+    if not engines:
+        return ScanResult()
+    return scan(engines, user_ids=user_ids, contents=contents, entry_ids=entry_ids)
+
+
 async def scan_after_forget(s: LoggedStore, user: str) -> None:
     """G8 by looking inside: nothing of the forgotten ``user`` in any engine the suite handed
     the store; not applicable where it handed none that can be read from outside."""
     session = active_session()
-    handed = {} if session is None else {kind: url for kind, url in session.handed.items()
-                                         if kind in SCANNED_KINDS}
+    handed = scannable(session)
     if not handed:
         s.log.note("no engine the suite handed this store can be scanned from outside: G8 "
                    "judged by the store's own reads only", s.store_user(user))
@@ -49,7 +66,7 @@ async def scan_after_forget(s: LoggedStore, user: str) -> None:
     bound = min(settings.op_timeout, _REPLICA_CATCH_UP)
     deadline = time.monotonic() + bound
     while True:
-        found: ScanResult = await asyncio.to_thread(scan, handed, user_ids=[stored])
+        found = await asyncio.to_thread(scan_handed, session, user_ids=[stored])
         if not found.residues or time.monotonic() >= deadline:
             break
         await asyncio.sleep(0.2)  # bounded poll: a replica applying the forget late

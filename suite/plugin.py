@@ -360,6 +360,26 @@ def nomnesia_engines(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.fixture(scope="session")
+def nomnesia_scan_forget(request: pytest.FixtureRequest) -> Callable[..., Any]:
+    """Look inside every engine this session handed out for a forgotten user (SPEC G8)::
+
+        result = nomnesia_scan_forget(user_ids=["ann"], contents=["ann's secret"])
+        assert result.clean, "\n".join(map(str, result.residues))
+
+    Every key and row of the networked engines your store got from ``engine_url`` (or
+    ``nomnesia_engines``), for the ids, the contents and the digests the project's adapters
+    derive (docs/forget.md). ``clean`` is false when nothing could be scanned."""
+    from .forget_scan import scan_handed  # function-level: adapters.engines costs ~75 ms
+
+    session = request.config.stash[_ENGINES]
+
+    def scan_forget(**needles: Any) -> Any:
+        return scan_handed(session, **needles)
+
+    return scan_forget
+
+
+@pytest.fixture(scope="session")
 def nomnesia_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]]:
     """The factory chosen on the command line; the suite's default ``store`` fixture."""
     config = request.config

@@ -36,3 +36,27 @@ def test_a_forget_that_leaves_its_postgresql_rows_fails_g8_naming_the_row(
 def test_a_store_that_forgets_from_every_tier_passes_with_its_engines_scanned(
         pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
     assert _forget(pytester, suite_args, "--adapter", "pgvector") == (1, [])
+
+
+def test_a_teams_own_test_holds_its_store_to_g8_with_the_fixture(
+        pytester: pytest.Pytester) -> None:
+    """``nomnesia_scan_forget`` in a test of a team's own: it sees what is planted in an engine
+    the session handed out, and says so when nothing was left."""
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(test_own="""
+        import redis
+
+        def test_forget(nomnesia_engines, nomnesia_scan_forget):
+            client = redis.Redis.from_url(nomnesia_engines.url("redis"))
+            try:
+                client.set("team:ann-4711:note", "ann's secret")
+                found = nomnesia_scan_forget(user_ids=["ann-4711"], contents=["ann's secret"])
+                assert not found.clean and any("team:ann-4711:note" in str(r)
+                                               for r in found.residues), found.residues
+                client.delete("team:ann-4711:note")
+                assert nomnesia_scan_forget(user_ids=["ann-4711"]).clean
+            finally:
+                client.close()
+    """)
+    reprec = pytester.inline_run("-p", "no:cacheprovider")
+    reprec.assertoutcome(passed=1)
