@@ -7,9 +7,9 @@ From inside the loop this looks like nothing at all (a one-second ``wait_for`` r
 five), and a test that then runs out of time can only say that nothing was in flight.
 
 So while a test body runs, a thread posts a beat to the loop every ``interval`` and waits
-for it. A beat that waits ``bound`` seconds or more is a block; a store call that was already
-in flight when the beat was posted, and still is, is the suspect (it has held the loop all
-that time), and once the loop answers again the block's length is known. A block with no
+for it. A beat that waits ``bound`` seconds or more is a block; a store call in flight then,
+running for half the bound at least, is the suspect (the loop stood still all that time,
+so it held it), and once the loop answers again the block's length is known. A block with no
 such call (the suite's own work, or many quick calls that never suspend) is not reported.
 """
 
@@ -88,12 +88,13 @@ class Heartbeat:
             if answered.wait(self.bound):
                 self._stop.wait(self.interval)
                 continue
-            # Blocked ``bound`` seconds: the suspects are the calls that were already running
-            # when the beat was posted and still are. A loop kept busy by many quick calls
-            # that never suspend (an in-memory store in a tight loop) has none: each of its
-            # calls ended long before.
-            posted_ns = round(sent * 1e9)
-            calls = tuple(op for op in self._in_flight() if op.time <= posted_ns)
+            # Blocked ``bound`` seconds: the suspects are the calls in flight now that have
+            # been running for half of it at least (the loop stood still all that time, so
+            # they held it). A loop kept busy by many quick calls that never suspend (an
+            # in-memory store in a tight loop) has none: its call of the moment began
+            # microseconds ago.
+            held_since_ns = time.monotonic_ns() - round(self.bound / 2 * 1e9)
+            calls = tuple(op for op in self._in_flight() if op.time <= held_since_ns)
             while not answered.wait(0.05) and not self._stop.is_set():
                 pass  # bounded by the test's own timeout, which stops this thread
             if calls:
