@@ -367,6 +367,21 @@ def run_release(bug: Bug, release: str) -> Run:
     else:
         run.note = f"the suite exited {code}: {last_words(log)}"
     run.verdict = verdict(bug, release, data)
+    (reports / f"{bug.name}-{release}.run.json").write_text(json.dumps(vars(run), indent=2))
+    return run
+
+
+def rejudge(bug: Bug, release: str) -> Run | None:
+    """The last run of one release judged again from its report, without running anything
+    (after a change to the row's ``guarantee`` or ``match``); None if it never ran."""
+    reports = WORK / "reports"
+    saved = reports / f"{bug.name}-{release}.run.json"
+    report = reports / f"{bug.name}-{release}.json"
+    if not saved.exists():
+        return None
+    run = Run(**json.loads(saved.read_text()))
+    data = json.loads(report.read_text()) if report.exists() and run.exit in (0, 1) else None
+    run.verdict = verdict(bug, release, data)
     return run
 
 
@@ -432,6 +447,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--update-expected", action="store_true",
                         help="record this run's verdicts in bench/known_bugs/expected.json")
     parser.add_argument("--list", action="store_true", help="list the rows and exit")
+    parser.add_argument("--rejudge", action="store_true",
+                        help="judge the last run's reports again (after editing a row's "
+                             "guarantee or match); installs and runs nothing")
     args = parser.parse_args(argv)
     try:
         return _main(args)
@@ -464,8 +482,15 @@ def _main(args: argparse.Namespace) -> int:
         for release in releases:
             if release == "fixed" and bug.fixed == UNFIXED:
                 continue
-            print(f"known-bugs: {bug.name} [{release}: {bug.pin(release)}] ...", flush=True)
-            run = run_release(bug, release)
+            if args.rejudge:
+                found = rejudge(bug, release)
+                if found is None:
+                    print(f"known-bugs: {bug.name} [{release}] has not run yet", flush=True)
+                    continue
+                run = found
+            else:
+                print(f"known-bugs: {bug.name} [{release}: {bug.pin(release)}] ...", flush=True)
+                run = run_release(bug, release)
             runs.setdefault(bug.name, {})[release] = run
             print(f"known-bugs: {bug.name} [{release}] {run.verdict} in {run.seconds:.0f} s "
                   f"(failures name: {', '.join(run.guarantees) or 'none'})"
