@@ -42,19 +42,20 @@ _AGENTS_DB: Path | None = None
 @asynccontextmanager
 async def agents_sqlalchemy(session_id: str) -> AsyncIterator[Any]:
     """``--openai-session``: the Agents SDK's ``SQLAlchemySession`` on one SQLite file
-    (aiosqlite) for the whole run, one session per user id, as ``from_url`` documents it;
-    its engine is disposed with the session, which has no close of its own."""
+    (aiosqlite) for the whole run, one session per user id, each with the engine its
+    constructor takes (the documented form in every release; early ones keep it private,
+    so the factory makes it and disposes of it with the session)."""
     global _AGENTS_DB
     from agents.extensions.memory import SQLAlchemySession
+    from sqlalchemy.ext.asyncio import create_async_engine
 
     if _AGENTS_DB is None:
         _AGENTS_DB = _database("agents.db")
-    session = SQLAlchemySession.from_url(session_id, url=f"sqlite+aiosqlite:///{_AGENTS_DB}",
-                                         create_tables=True)
+    engine = create_async_engine(f"sqlite+aiosqlite:///{_AGENTS_DB}")
     try:
-        yield session
+        yield SQLAlchemySession(session_id, engine=engine, create_tables=True)
     finally:
-        await session.engine.dispose()
+        await engine.dispose()
 
 
 @asynccontextmanager
