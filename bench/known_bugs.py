@@ -509,7 +509,7 @@ def _main(args: argparse.Namespace) -> int:
         print(f"known-bugs: wrote {EXPECTED.relative_to(ROOT)}")
         return 0
     for line in improvements(verdicts, expected):
-        print(f"known-bugs: better than expected: {line} (record it: --update-expected)")
+        print(f"known-bugs: changed for the better: {line} (record it: --update-expected)")
     worse = regressions(verdicts, expected)
     for line in worse:
         print(f"known-bugs: REGRESSION: {line}", file=sys.stderr)
