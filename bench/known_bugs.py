@@ -84,6 +84,8 @@ class Bug:
     args: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
     extras: tuple[str, ...] = ()
+    suite_extras: tuple[str, ...] = ()
+    """Extras of nomnesia itself (``embedded`` for a row on the suite's own PostgreSQL)."""
     match: str = ""
     """A regex a failure of ``guarantee`` must match (its message or cause), when the
     library also fails that guarantee for another, unrelated reason on both releases."""
@@ -99,7 +101,7 @@ class Bug:
 
 
 _FIELDS = {"name", "dist", "affected", "fixed", "tracker", "option", "factory", "guarantee",
-           "description", "args", "requires", "extras", "match", "needs"}
+           "description", "args", "requires", "extras", "suite_extras", "match", "needs"}
 _REQUIRED = ("name", "dist", "affected", "fixed", "tracker", "guarantee", "description")
 
 
@@ -238,7 +240,8 @@ def venv_for(bug: Bug, release: str, log: Path) -> tuple[Path, float]:
     venv = WORK / f"{bug.dist}-{bug.version(release)}"
     python = venv / "bin" / "python"
     wanted = [bug.pin(release), *bug.requires]
-    key = json.dumps([str(ROOT), wanted, (ROOT / "pyproject.toml").read_text()])
+    project = f"{ROOT}[{','.join(bug.suite_extras)}]" if bug.suite_extras else str(ROOT)
+    key = json.dumps([project, wanted, (ROOT / "pyproject.toml").read_text()])
     stamp = venv / STAMP
     if python.exists() and stamp.exists() and stamp.read_text() == key:
         return python, 0.0
@@ -251,7 +254,7 @@ def venv_for(bug: Bug, release: str, log: Path) -> tuple[Path, float]:
             raise Unusable(f"uv could not make a Python {PYTHON} venv at {venv} (see {log}): "
                            f"install Python {PYTHON}")
         done = subprocess.run([*call, "pip", "install", "--python", str(python), "-e",
-                               str(ROOT), "pytest-asyncio", *wanted],
+                               project, "pytest-asyncio", *wanted],
                               stdout=out, stderr=subprocess.STDOUT, check=False)
     if done.returncode:
         tail = log.read_text(errors="replace").strip().splitlines()[-3:]
@@ -404,20 +407,20 @@ def cell(runs: dict[str, Run], release: str) -> str:
 def print_table(bugs: list[Bug], runs: dict[str, dict[str, Run]]) -> None:
     """One line per bug, then each run's replay command and, for a run that wrote no
     report, why."""
-    head = (f"{'bug':34} {'affected -> fixed':24} {'G':6} {'affected':9} {'fixed':11} "
+    head = (f"{'bug':36} {'affected -> fixed':24} {'G':6} {'affected':9} {'fixed':11} "
             f"{'seen (affected | fixed)':34} {'s aff':>6} {'s fix':>6}")
     print(head)
     print("-" * len(head))
     for bug in bugs:
         mine = runs.get(bug.name, {})
         if bug.needs:
-            print(f"{bug.name:34} {bug.dist + ' ' + bug.affected:24} {bug.guarantee:6} "
+            print(f"{bug.name:36} {bug.dist + ' ' + bug.affected:24} {bug.guarantee:6} "
                   f"not run: {bug.needs}")
             continue
         seen = " | ".join(",".join(mine[r].guarantees) or "-" if r in mine else "·"
                           for r in RELEASES)
         secs = [f"{mine[r].seconds:6.0f}" if r in mine else f"{'-':>6}" for r in RELEASES]
-        print(f"{bug.name:34} {bug.affected + ' -> ' + bug.fixed:24} {bug.guarantee:6} "
+        print(f"{bug.name:36} {bug.affected + ' -> ' + bug.fixed:24} {bug.guarantee:6} "
               f"{cell(mine, 'affected'):9} {cell(mine, 'fixed'):11} {seen:34} "
               f"{secs[0]} {secs[1]}")
     for bug in bugs:
@@ -470,7 +473,7 @@ def _main(args: argparse.Namespace) -> int:
         bugs = [b for b in bugs if b.name in args.names]
     if args.list:
         for bug in bugs:
-            print(f"{bug.name:34} {bug.dist} {bug.affected} -> {bug.fixed}  {bug.guarantee}  "
+            print(f"{bug.name:36} {bug.dist} {bug.affected} -> {bug.fixed}  {bug.guarantee}  "
                   f"{bug.needs or bug.option + ' ' + bug.factory}")
         return 0
     releases = RELEASES if args.release == "both" else (args.release,)
