@@ -374,6 +374,30 @@ def run_release(bug: Bug, release: str) -> Run:
     return run
 
 
+def run_key(bug: Bug, release: str) -> tuple[str, ...]:
+    """What decides a suite run: two rows with the same key (two bugs of one release, on
+    one option and factory) share one run, judged once per row."""
+    return (bug.pin(release), *bug.requires, *bug.suite_extras, bug.option, bug.factory,
+            *bug.args)
+
+
+def reuse(bug: Bug, release: str, other: Bug, run: Run) -> Run:
+    """``other``'s run of the same release, judged for ``bug``: its report is copied under
+    ``bug``'s name, so that ``--rejudge`` and the replay find it."""
+    reports = WORK / "reports"
+    for suffix in (".json", ".log"):
+        source = reports / f"{other.name}-{release}{suffix}"
+        if source.exists():
+            shutil.copyfile(source, reports / f"{bug.name}-{release}{suffix}")
+    mine = Run(**{**vars(run), "note": (run.note + "; " if run.note else "")
+                  + f"the run of {other.name}, judged again"})
+    report = reports / f"{bug.name}-{release}.json"
+    data = json.loads(report.read_text()) if report.exists() and run.exit in (0, 1) else None
+    mine.verdict = verdict(bug, release, data)
+    (reports / f"{bug.name}-{release}.run.json").write_text(json.dumps(vars(mine), indent=2))
+    return mine
+
+
 def rejudge(bug: Bug, release: str) -> Run | None:
     """The last run of one release judged again from its report, without running anything
     (after a change to the row's ``guarantee`` or ``match``); None if it never ran."""
@@ -430,6 +454,27 @@ def print_table(bugs: list[Bug], runs: dict[str, dict[str, Run]]) -> None:
                 print(f"    {run.note}")
 
 
+def markdown(bugs: list[Bug], runs: dict[str, dict[str, Run]]) -> str:
+    """The table of docs/known-bugs.md, from the runs (so that no verdict is hand-written)."""
+    lines = ["| bug | library | affected -> fixed | tracker | G | affected | fixed "
+             "| failures name (affected / fixed) | s (affected / fixed) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for bug in bugs:
+        mine = runs.get(bug.name, {})
+        if bug.needs:
+            verdicts = "not run", "not run"
+        else:
+            verdicts = (cell(mine, "affected"),
+                        "n/a (unfixed)" if bug.fixed == UNFIXED else cell(mine, "fixed"))
+        seen = " / ".join(",".join(mine[r].guarantees) or "none" if r in mine else "-"
+                          for r in RELEASES)
+        secs = " / ".join(f"{mine[r].seconds:.0f}" if r in mine else "-" for r in RELEASES)
+        lines.append(f"| `{bug.name}` | {bug.dist} | {bug.affected} -> {bug.fixed} | "
+                     f"{bug.tracker} | {bug.guarantee} | {verdicts[0]} | {verdicts[1]} | "
+                     f"{seen} | {secs} |")
+    return "\n".join(lines)
+
+
 def cpu() -> str:
     """The CPU the timings were taken on (every timing figure names it)."""
     try:
@@ -450,6 +495,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--update-expected", action="store_true",
                         help="record this run's verdicts in bench/known_bugs/expected.json")
     parser.add_argument("--list", action="store_true", help="list the rows and exit")
+    parser.add_argument("--markdown", action="store_true",
+                        help="also print the table as docs/known-bugs.md has it")
     parser.add_argument("--rejudge", action="store_true",
                         help="judge the last run's reports again (after editing a row's "
                              "guarantee or match); installs and runs nothing")
@@ -479,6 +526,7 @@ def _main(args: argparse.Namespace) -> int:
     releases = RELEASES if args.release == "both" else (args.release,)
     print(f"known-bugs: {len(bugs)} row(s), seed {SEED}, on {cpu()}", flush=True)
     runs: dict[str, dict[str, Run]] = {}
+    done: dict[tuple[str, ...], tuple[Bug, Run]] = {}
     for bug in bugs:
         if bug.needs:
             continue
@@ -491,15 +539,21 @@ def _main(args: argparse.Namespace) -> int:
                     print(f"known-bugs: {bug.name} [{release}] has not run yet", flush=True)
                     continue
                 run = found
+            elif (same := done.get(run_key(bug, release))) is not None:
+                run = reuse(bug, release, *same)
             else:
                 print(f"known-bugs: {bug.name} [{release}: {bug.pin(release)}] ...", flush=True)
                 run = run_release(bug, release)
+                done[run_key(bug, release)] = (bug, run)
             runs.setdefault(bug.name, {})[release] = run
             print(f"known-bugs: {bug.name} [{release}] {run.verdict} in {run.seconds:.0f} s "
                   f"(failures name: {', '.join(run.guarantees) or 'none'})"
                   + (f"; {run.note}" if run.note else ""), flush=True)
     print()
     print_table(bugs, runs)
+    if args.markdown:
+        print()
+        print(markdown(bugs, runs))
     WORK.mkdir(parents=True, exist_ok=True)
     results = {"cpu": cpu(), "seed": SEED,
                "rows": [row(b, runs.get(b.name, {})) for b in bugs]}

@@ -128,3 +128,10 @@ def test_only_a_verdict_that_got_worse_is_a_regression(kb: ModuleType) -> None:
     better = kb.improvements({"b": {"affected": "found"}, "new": {"affected": "found"}},
                              expected)
     assert len(better) == 2
+
+
+def test_two_bugs_of_one_release_share_one_run(kb: ModuleType) -> None:
+    other = ROW.replace('name = "one"', 'name = "two"').replace('"G9"', '"G5"')
+    one, two = kb.parse_table(ROW + other)
+    assert kb.run_key(one, "affected") == kb.run_key(two, "affected")
+    assert kb.run_key(one, "affected") != kb.run_key(one, "fixed")
