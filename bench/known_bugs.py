@@ -343,6 +343,9 @@ def run_release(bug: Bug, release: str) -> Run:
     report.unlink(missing_ok=True)
     python, installed = venv_for(bug, release, reports / f"{bug.name}-{release}.install.log")
     tmp = Path(tempfile.mkdtemp(prefix="nomnesia-known-bugs-"))
+    # Passable (not readable) by others: as root the suite runs PostgreSQL as ``nobody``,
+    # in a directory it makes under TMPDIR, which mkdtemp's 0700 would wall off.
+    tmp.chmod(0o711)
     start = time.monotonic()
     try:
         with log.open("wb") as out:
