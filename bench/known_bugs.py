@@ -551,7 +551,8 @@ def _main(args: argparse.Namespace) -> int:
             runs.setdefault(bug.name, {})[release] = run
             print(f"known-bugs: {bug.name} [{release}] {run.verdict} in {run.seconds:.0f} s "
                   f"(failures name: {', '.join(run.guarantees) or 'none'})"
-                  + (f"; {run.note}" if run.note else ""), flush=True)
+                  + (f"; venv made in {run.install_seconds:.0f} s" if run.install_seconds
+                     else "") + (f"; {run.note}" if run.note else ""), flush=True)
     print()
     print_table(bugs, runs)
     if args.markdown:
