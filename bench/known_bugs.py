@@ -102,6 +102,7 @@ class Bug:
 
 _FIELDS = {"name", "dist", "affected", "fixed", "tracker", "option", "factory", "guarantee",
            "description", "args", "requires", "extras", "suite_extras", "match", "needs"}
+_LISTS = {"args", "requires", "extras", "suite_extras"}
 _REQUIRED = ("name", "dist", "affected", "fixed", "tracker", "guarantee", "description")
 
 
@@ -128,9 +129,21 @@ def parse_table(text: str) -> list[Bug]:
                 + ([f"missing {missing}"] if missing else [])))
         if not re.fullmatch(r"G(?:[1-9]|1[0-2])|Inputs", row["guarantee"]):
             raise Unusable(f"{where}: guarantee {row['guarantee']!r} is not G1..G12 or Inputs")
-        if row.get("match"):
-            re.compile(row["match"])
-        bugs.append(Bug(**{k: tuple(v) if isinstance(v, list) else v for k, v in row.items()}))
+        fields: dict[str, Any] = {}
+        for key, value in row.items():
+            if key in _LISTS:
+                if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                    raise Unusable(f"{where}: {key} must be a list of strings")
+                fields[key] = tuple(value)
+            elif not isinstance(value, str):
+                raise Unusable(f"{where}: {key} must be a string")
+            else:
+                fields[key] = value
+        try:
+            re.compile(fields.get("match", ""))
+        except re.error as exc:
+            raise Unusable(f"{where}: match is not a regular expression ({exc})") from None
+        bugs.append(Bug(**fields))
     names = [b.name for b in bugs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -135,3 +135,11 @@ def test_two_bugs_of_one_release_share_one_run(kb: ModuleType) -> None:
     one, two = kb.parse_table(ROW + other)
     assert kb.run_key(one, "affected") == kb.run_key(two, "affected")
     assert kb.run_key(one, "affected") != kb.run_key(one, "fixed")
+
+
+@pytest.mark.parametrize("line", ['requires = "x>=1"', 'match = "("', "affected = 1.0"])
+def test_a_field_of_the_wrong_kind_is_one_sentence(kb: ModuleType, line: str) -> None:
+    key = line.split(" =")[0]
+    text = "\n".join(ln for ln in ROW.splitlines() if not ln.startswith(key + " ")) + "\n" + line
+    with pytest.raises(kb.Unusable, match=key):
+        kb.parse_table(text)
