@@ -223,6 +223,17 @@ def bench(session: nox.Session) -> None:
     session.run("python", str(ROOT / "bench" / "report.py"), *session.posargs, *out)
 
 
+@nox.session(name="known-bugs", default=False, python=AUDIT_PYTHON)
+def known_bugs(session: nox.Session) -> None:
+    """The known-bugs benchmark: upstream store bugs, affected and fixed release each.
+
+    bench/known_bugs.py makes a venv per release and runs the suite on it; the session is
+    red only when a verdict regressed against bench/known_bugs/expected.json
+    (docs/known-bugs.md): ``nox -s known-bugs -- NAME --release affected``."""
+    session.install("uv")  # the runner is standard library only; it makes its venvs with uv
+    session.run("python", str(ROOT / "bench" / "known_bugs.py"), *session.posargs)
+
+
 # --- ecosystem audits: the suite on memory stores we did not write (docs/ecosystem.md). A
 # suite failure is a finding, not a failure: a session fails only when the findings change
 # against adapters/ecosystem/expected.json (new or fixed), which report.py checks.
