@@ -123,35 +123,35 @@ def mem0_sync_memory() -> Any:
     return _mem0_local(False)
 
 
-def _history_db() -> str:
-    return str(Path(tempfile.mkdtemp(prefix="nomnesia-mem0-")) / "history.db")
+@asynccontextmanager
+async def _mem0_on(vector_store: dict[str, Any]) -> AsyncIterator[Any]:
+    """An offline ``AsyncMemory`` on ``vector_store``, its history database (SQLite) in a
+    temporary directory that goes when the store closes."""
+    _mem0_telemetry_off()
+    from mem0 import AsyncMemory
+
+    where = Path(tempfile.mkdtemp(prefix="nomnesia-mem0-"))
+    try:
+        config = mem0_offline_config(vector_store, history_db_path=str(where / "history.db"))
+        yield mem0_offline(AsyncMemory.from_config(config))
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def mem0_qdrant() -> Any:
     """``--mem0-memory``: an ``AsyncMemory`` on the suite's Qdrant server, offline. One
     collection for the run; mem0's history database (SQLite) in a temporary file."""
-    _mem0_telemetry_off()
-    from mem0 import AsyncMemory
-
-    config = mem0_offline_config(
-        {"provider": "qdrant", "config": {"collection_name": "nomnesia_mem0",
-                                          "url": engine_url("qdrant")}},
-        history_db_path=_history_db())
-    return mem0_offline(AsyncMemory.from_config(config))
+    return _mem0_on({"provider": "qdrant", "config": {"collection_name": "nomnesia_mem0",
+                                                      "url": engine_url("qdrant")}})
 
 
 def mem0_pgvector() -> Any:
     """``--mem0-memory``: an ``AsyncMemory`` on the suite's PostgreSQL with pgvector (needs
     ``psycopg[pool]``, the ``pgvector`` extra), offline. One collection (a table) for the
     run."""
-    _mem0_telemetry_off()
-    from mem0 import AsyncMemory
-
-    config = mem0_offline_config(
-        {"provider": "pgvector", "config": {"collection_name": "nomnesia_mem0",
-                                            "connection_string": engine_url("postgres")}},
-        history_db_path=_history_db())
-    return mem0_offline(AsyncMemory.from_config(config))
+    return _mem0_on({"provider": "pgvector",
+                     "config": {"collection_name": "nomnesia_mem0",
+                                "connection_string": engine_url("postgres")}})
 
 
 # --------------------------------------------------------------------------- the others
