@@ -28,6 +28,11 @@ Each is the seed's profile (``append_message``, ``get_history``, ``compact``,
   deletes the list and leaves the rows: every read after the forget is empty, so only a
   look inside the engines finds the user (G8, the suite's scan after forget).
 
+- :func:`threaded_pg`: a history on PostgreSQL through psycopg's *synchronous* driver,
+  every call in ``asyncio.to_thread`` (as agno's stores are reached): under a paused
+  engine its calls fill the default executor, which must not keep the suite's faults from
+  healing (issue 48).
+
 Every other store keeps its data under ``engines.store_namespace()`` (a key prefix, a table)
 and drops it on close unless ``engines.keep_data()``: fresh and dropped in the suite,
 shared and kept across the nemesis's worker processes until its final read.
@@ -255,3 +260,45 @@ def ephemeral() -> AbstractAsyncContextManager[RedisListStore]:
 def tagged() -> AbstractAsyncContextManager[RedisListStore]:
     return _closing(RedisListStore(engine_url("redis"), retries=False,
                                    prefix=f"nmfs:{store_namespace()}:{secrets.token_hex(3)}:"))
+
+
+class ThreadedPgStore:
+    """A user's history as rows of one table, each call a new synchronous connection in a
+    worker thread: correct, and unable to answer while its engine is paused."""
+
+    def __init__(self, url: str, table: str) -> None:
+        self.url, self.table = url, table
+
+    def _run(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:  # no timeout: it waits
+            cur = conn.execute(sql, args)
+            return cur.fetchall() if cur.description else []
+
+    async def append_message(self, user_id: str, role: str, content: str) -> None:
+        await asyncio.to_thread(self._run, f"INSERT INTO {self.table} (user_id, role, content)"
+                                           " VALUES (%s, %s, %s)", (user_id, role, content))
+
+    async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
+        rows = await asyncio.to_thread(
+            self._run, f"SELECT role, content FROM {self.table} WHERE user_id = %s "
+                       "ORDER BY id DESC LIMIT %s", (user_id, min(limit, 1 << 40)))
+        return [{"role": role, "content": content} for role, content in reversed(rows)]
+
+    async def forget(self, user_id: str) -> None:
+        await asyncio.to_thread(self._run, f"DELETE FROM {self.table} WHERE user_id = %s",
+                                (user_id,))
+
+
+@asynccontextmanager
+async def threaded_pg() -> AsyncIterator[ThreadedPgStore]:
+    store = ThreadedPgStore(engine_url("postgres"), f"nmfs_{store_namespace()}")
+    await asyncio.to_thread(store._run, f"CREATE TABLE IF NOT EXISTS {store.table} "
+                                        "(id bigserial PRIMARY KEY, user_id text, role text, "
+                                        "content text)")
+    try:
+        yield store
+    finally:
+        if not keep_data():
+            await asyncio.to_thread(store._run, f"DROP TABLE IF EXISTS {store.table}")
