@@ -187,6 +187,15 @@ def slow(session: nox.Session) -> None:
             *session.posargs)
 
 
+@nox.session(name="fresh-seeds", default=False)
+def fresh_seeds(session: nox.Session) -> None:
+    """The randomised tests of tests/ on fresh seeds, printed: the search that CI, on seeds
+    fixed per commit (tests/seeds.py), leaves to this session."""
+    session.env["NOMNESIA_FRESH_SEEDS"] = "1"
+    _pytest(session, "-n", "2", "tests/test_checker_keyed_diff.py", "tests/test_indexes.py",
+            "tests/test_tiered.py", *session.posargs)
+
+
 @nox.session(default=False)
 def readme(session: nox.Session) -> None:
     """Every interface command of the README on its real engine (and mem0's), as written:

@@ -7,8 +7,9 @@ synthetic histories (tests/keyed_histories.py), correct ones and ones with lost,
 repeated, leaked and resurrected messages, under every profile; the anomalies must be the
 same, in the same order, with the same messages and evidence.
 
-The seeds are random per run (after one fixed seed that breaks every kind the test
-checks it compared) and printed on failure; replay one with
+The seeds are fixed per commit (``tests/seeds.py``; fresh ones with ``nox -s
+fresh-seeds``), after one fixed seed that breaks every kind the test checks it compared,
+and printed on failure; replay one with
 ``NOMNESIA_DIFF_SEED=<seed> pytest tests/test_checker_keyed_diff.py``.
 """
 
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from keyed_histories import generate
 from keyed_reference import check_keyed_reference
+from seeds import seeds
 
 from nomnesia.suite.contract import Guarantee
 from nomnesia.suite.core.checker import Anomaly
@@ -44,7 +46,7 @@ def _seeds() -> list[int]:
     fixed = os.environ.get("NOMNESIA_DIFF_SEED")
     if fixed:
         return [int(fixed)]
-    return [COVERING_SEED, *(random.randrange(2**32) for _ in range(ROUNDS))]
+    return [COVERING_SEED, *seeds("checker_keyed_diff", ROUNDS)]
 
 
 def _history(seed: int) -> list[Op]:

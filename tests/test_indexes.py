@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from seeds import seeds
 
 from nomnesia.adapters.indexes._common import point_uuid, user_key
 from nomnesia.adapters.tiers import VectorIndex, new_namespace
 from nomnesia.suite.contract import Entry
 
 DIM = 16
-SEED = int(os.environ.get("NOMNESIA_SEED", random.randrange(2**32)))
+SEED = int(os.environ.get("NOMNESIA_SEED", seeds("indexes", 1)[0]))  # tests/seeds.py
 print(f"tests/test_indexes.py: NOMNESIA_SEED={SEED}")
 
 ADVERSARIAL_IDS = [
