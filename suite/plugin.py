@@ -29,6 +29,7 @@ import pytest
 from nomnesia.adapters import ADAPTERS, UnknownAdapter, adapter_names, lookup, open_store
 
 from .core.factories import resolve_factory
+from .core.fresh import RUN
 from .core.loop import run_async
 from .core.profiles import ProfileError, Resolved, static_full
 from .core.settings import settings
@@ -451,6 +452,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if inapplicable or config.stash.get(SESSION_PROFILE, None) is not None:
         terminalreporter.write_sep("=", "nomnesia: profile")
         terminalreporter.write_line(_profile_line(config))
+        resolved = config.stash.get(SESSION_PROFILE, None)
+        for why in resolved.turned_on() if resolved is not None else ():
+            terminalreporter.write_line(f"  {why}")
         for line in not_applicable_lines(inapplicable):
             terminalreporter.write_line(line)
 
@@ -462,6 +466,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     groups = group_causes(failures)
     terminalreporter.write_sep("=", "nomnesia: failures by cause")
+    terminalreporter.write_line(
+        f"(ids: a test's own sentences name the suite's ids, 'ann'; its operations and the "
+        f"concurrency anomalies show them as the store received them, with a token of that "
+        f"store's own in front, '{RUN}1_ann', so that no test reads another's data)")
     for line in cause_lines(groups, len({nodeid for nodeid, _ in failures})):
         terminalreporter.write_line(line)
 

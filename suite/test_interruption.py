@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -26,6 +26,7 @@ from .core.history import describe
 from .core.loop import suite_test
 from .core.recorder import LoggedStore, StoreFactory, recorded
 from .core.settings import settings
+from .core.threads import busy_workers
 from .core.violations import expect, reframed
 from .glue import require
 
@@ -45,6 +46,9 @@ def cut_points() -> Iterator[int]:
 class Outcome:
     kind: str  # "ok" | "cancelled" | "raised"
     value: Any = None
+    running: list[str] = field(default_factory=list)
+    """Worker threads still running a call right after the cancel: the cancelled call's
+    synchronous part, which a cancel cannot stop."""
 
     @property
     def ok(self) -> bool:
@@ -70,11 +74,13 @@ async def run_cut(s: LoggedStore, make: Callable[[], Awaitable[Any]],
     await asyncio.wait({task}, timeout=settings.op_timeout)
     expect(task.done(), G10, f"an operation kept running {settings.op_timeout:g}s after it "
                              "was cancelled", s.log)
-    if task.cancelled():
-        return Outcome("cancelled"), delivered
+    if task.cancelled() or isinstance(task.exception(), asyncio.CancelledError):
+        running = busy_workers() if delivered else []
+        if running:  # to_thread: the task ended, the sync call it awaited did not
+            s.log.note(f"the cancelled call kept running in worker thread {running[0]}", user)
+        return Outcome("cancelled", None if task.cancelled() else task.exception(),
+                       running), delivered
     exc = task.exception()
-    if isinstance(exc, asyncio.CancelledError):
-        return Outcome("cancelled", exc), delivered
     if exc is not None:
         if not isinstance(exc, Exception):
             raise exc
@@ -249,6 +255,9 @@ async def sweep(store: StoreFactory, op: str, *, with_id: bool = True) -> int:
             _expect_uncut_ok(s, op, k, outcome, delivered, user)
             when = (f"was cancelled after {k} event-loop steps ({outcome.kind})" if delivered
                     else f"completed before its cancel at step {k} ({outcome.kind})")
+            if outcome.running:
+                when += (f", though the call kept running in worker thread {outcome.running[0]}"
+                         " (a sync call under to_thread: the cancel ends only the await)")
             settled = ("recover() ran twice" if s.can("recover") else
                        "the store settled on its own (its profile has no recovery step)")
             context = f"{op} {when} and {settled}"

@@ -109,18 +109,62 @@ def test_violation_causes_one_per_failing_input() -> None:
 def test_twelve_tests_one_cause_read_as_one_line() -> None:
     leak = "G9 get_history: get_history(…) returned an entry of another user: … (…), written " \
            "for user …"
-    cause = {"key": leak, "guarantee": "G9",
-             "message": "get_history('ann ') returned an entry of another user: ..."}
+    said = "get_history('ann ') returned an entry of another user: 'a1' ('note 0')"
+    cause = {"key": leak, "guarantee": "G9", "op": "get_history", "message": said}
     groups = group_causes((f"t.py::test_{i}", [cause]) for i in range(12))
-    assert cause_lines(groups, 12) == [f"12 failed tests, 1 cause: {leak}"]
-    other = {**cause, "key": "G7 compact: compact(…) returned None", "guarantee": "G7"}
+    # The key groups; the line shows one of the group's own messages, values and all.
+    assert cause_lines(groups, 12) == [f"12 failed tests, 1 cause: G9 get_history: {said}"]
+    other = {**cause, "key": "G7 compact: compact(…) returned None", "guarantee": "G7",
+             "op": "compact", "message": "compact('ann') returned None"}
     groups = group_causes([*((f"t.py::test_{i}", [cause]) for i in range(12)),
                            ("t.py::test_c", [other])])
     lines = cause_lines(groups, 13)
     assert lines[0] == "13 failed tests, 2 causes:"
-    assert lines[1] == f"  12 tests  {leak}"
+    assert lines[1] == f"  12 tests  G9 get_history: {said}"
     assert lines[2].strip() == "e.g. test_0, test_1 and 10 more"
-    assert lines[3] == "    1 test  G7 compact: compact(…) returned None"
+    assert lines[3] == "    1 test  G7 compact: compact('ann') returned None"
+
+
+def test_the_summary_shows_the_values_that_broke_the_page() -> None:
+    """Issue 48: "N of N huge values broke the page: N**N (Inputs)" told nobody which."""
+    huge = GuaranteeViolation(Guarantee.INPUTS, "2 of 4 huge values broke the page: 2**64 "
+                                                "(Inputs), 10**30 (Inputs). With 2**64: ...")
+    lines = cause_lines(group_causes([("t.py::test_huge", violation_causes(huge))]), 1)
+    assert lines == ["1 failed test, 1 cause: Inputs: 2 of 4 huge values broke the page: "
+                     "2**64 (Inputs), 10**30 (Inputs). With 2**64: ..."], lines
+
+
+def test_every_accepted_invalid_input_is_one_cause() -> None:
+    """A store without validation is one defect, not one cause per argument and value."""
+    found = [(f"t.py::test_invalid[{arg}]",
+              violation_causes(GuaranteeViolation(Guarantee.INPUTS, f"{arg}={value} was "
+                                                                    "accepted")))
+             for arg, value in (("append_message.user_id", "''"), ("append_message.role", "'x'"),
+                                ("get_history.limit", "-1"))]
+    groups = group_causes(found)
+    assert len(groups) == 1 and len(groups[0]["tests"]) == 3, groups
+    assert groups[0]["inputs"] == ["append_message.user_id=''", "append_message.role='x'",
+                                   "get_history.limit=-1"]
+    assert cause_lines(groups, 3)[0].startswith(
+        "3 failed tests, 1 cause: Inputs: 3 invalid inputs accepted (the profile promises")
+
+
+def test_a_symptom_seen_again_after_an_interruption_is_the_same_cause() -> None:
+    """Issue 48: a store's order defect failed G5, then again as four G10 failures."""
+    order = GuaranteeViolation(Guarantee.ORDER, "get_history('ann') returned 'b' before 'a'",
+                               op="get_history")
+    after = order.again(f"after get_history was cancelled: {order.guarantee}: {order.detail}",
+                        Guarantee.INTERRUPTION)
+    assert after.within is order
+    groups = group_causes([("t.py::test_order", violation_causes(order)),
+                           *((f"t.py::test_cut[{i}]", violation_causes(after))
+                             for i in range(4))])
+    assert len(groups) == 1 and groups[0]["guarantee"] == "G5", groups
+    assert groups[0]["also"] == {"G10": [f"t.py::test_cut[{i}]" for i in range(4)]}
+    assert cause_lines(groups, 5)[0].endswith("; also seen inside G10 failures (4 tests)")
+    # Alone, the reframed failure stays a G10 cause of its own: nothing to attach it to.
+    alone = group_causes([("t.py::test_cut[0]", violation_causes(after))])
+    assert [g["guarantee"] for g in alone] == ["G10"]
 
 
 def test_the_run_ends_with_the_summary_by_cause(pytester: pytest.Pytester) -> None:
@@ -130,13 +174,18 @@ def test_the_run_ends_with_the_summary_by_cause(pytester: pytest.Pytester) -> No
     lines = result.stdout.lines
     start = next(i for i, ln in enumerate(lines) if "nomnesia: failures by cause" in ln)
     summary = lines[start + 1:]
-    assert re.fullmatch(r"\d+ failed tests, \d+ causes:", summary[0]), summary
-    # The trimmed ids are one cause, across tests, listing the ids that show it.
-    trimmed = [ln for ln in summary if "G9 get_history: get_history(…) returned" in ln]
+    # Said once, above the causes: how the ids a store received relate to the suite's.
+    assert re.match(r"\(ids: .*'\w+1_ann'", summary[0]), summary
+    assert re.fullmatch(r"\d+ failed tests, \d+ causes:", summary[1]), summary
+    # The trimmed ids are one cause, across tests, listing the ids that show it, and the
+    # line quotes a real message: ids and all, not the blanked key.
+    trimmed = [ln for ln in summary if "G9 get_history: get_history('ann" in ln]
     assert trimmed and re.match(r" *\d+ tests ", trimmed[0]), summary
+    assert "…) returned" not in trimmed[0], trimmed[0]
     report = json.loads(out.read_text(encoding="utf-8"))
     causes = report["causes"]
-    assert causes[0]["cause"] in trimmed[0] and len(causes[0]["tests"]) >= 5, causes[0]
+    assert causes[0]["example"].startswith("get_history('"), causes[0]
+    assert len(causes[0]["tests"]) >= 5, causes[0]
     assert {"user id 'ann '", "user id ' ann'"} <= set(causes[0]["inputs"]), causes[0]
     assert {"cause", "guarantee", "example", "tests", "inputs"} <= causes[0].keys()
     failed = [t for t in report["tests"] if t["outcome"] == "failed"]

@@ -154,6 +154,28 @@ class Resolved:
             text += "; not applicable: tests that need " + ", ".join(missing)
         return text
 
+    def turned_on(self) -> list[str]:
+        """What the store's optional methods turned on, in words: a store that gained
+        ``search`` is suddenly held to refusing invalid input, and nobody told its author.
+
+        Said only when the profile was read from the methods (a declared profile is the
+        author's own choice).
+        """
+        if self.declared:
+            return []
+        said = []
+        if self.profile is MEMORY:
+            said.append("search present: the memory profile, which promises to refuse "
+                        "invalid input (SPEC Inputs: ValueError or TypeError before any "
+                        "write), judged on G4 search; without search it would be the "
+                        "history profile")
+        if "message_id" in self.features and self.profile is not FULL:
+            said.append("append_message takes message_id: judged on G6 (idempotent "
+                        "retries)")
+        if "recover" in self.features and self.profile is not FULL:
+            said.append("recover present: the interruption tests call it before judging")
+        return said
+
     def to_json(self) -> dict[str, Any]:
         return {"name": self.profile.name, "features": sorted(self.features),
                 "methods": list(self.methods), "declared": self.declared,

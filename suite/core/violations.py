@@ -72,13 +72,18 @@ class GuaranteeViolation(AssertionError):
     concurrency failure (however many the message shows); reports group
     failures by cause from them. ``history`` is the history the failure was
     found in (a concurrency round's, else ``log``): the HTML report draws it.
+    ``within`` is the failure this one reframes (a G10 failure whose symptom, after the
+    interruption, was a G5 violation): the summary by cause files the two as one defect
+    when the same symptom also fails a test of its own.
     """
 
     def __init__(self, guarantee: Guarantee, detail: str, log: History | None = None, *,
                  user: object = None, evidence: str = "", op: str | None = None,
                  parts: Sequence[tuple[str, GuaranteeViolation]] = (),
-                 anomalies: Sequence[Any] = (), history: History | None = None) -> None:
+                 anomalies: Sequence[Any] = (), history: History | None = None,
+                 within: GuaranteeViolation | None = None) -> None:
         self.guarantee = guarantee
+        self.within = within
         self.detail = detail
         if log is not None:
             evidence = f"operations, oldest first:\n{log.format(user=user)}"
@@ -93,10 +98,14 @@ class GuaranteeViolation(AssertionError):
         super().__init__(f"{guarantee}: {detail}" + (f"\n\n{evidence}" if evidence else ""))
 
     def again(self, detail: str, guarantee: Guarantee | None = None) -> GuaranteeViolation:
-        """The same failure (evidence, op, parts) under another detail or guarantee."""
+        """The same failure (evidence, op, parts) under another detail or guarantee.
+
+        Under another guarantee, the new failure remembers this one as ``within``.
+        """
+        moved = guarantee is not None and guarantee is not self.guarantee
         return GuaranteeViolation(guarantee or self.guarantee, detail, evidence=self.evidence,
                                   op=self.op, parts=self.parts, anomalies=self.anomalies,
-                                  history=self.history)
+                                  history=self.history, within=self if moved else self.within)
 
 
 def expect(condition: object, guarantee: Guarantee, detail: str | Callable[[], str],

@@ -1,10 +1,21 @@
 """Causes: one root cause (a store that trims user ids) behind a dozen red tests, said once.
 
-The dozen messages differ only in the ids and numbers they quote. A cause is
+The dozen messages differ only in the ids and numbers they quote. A cause's *key* is
 the guarantee, the kind of the first wrong operation, and the message with
 every quoted value, id and number blanked out: the same bug in another test,
-or for another input, gives the same key. A concurrency failure's causes are
+or for another input, gives the same key. The key only groups: what a person reads is
+one of the group's own messages, with its real values (``2**64``, ``'ann '``), since a
+blanked ``N**N`` tells nobody which input broke. A concurrency failure's causes are
 the checker's own stable anomaly kinds (``lost``, ``torn``...).
+
+One defect is one cause, however many tests trip on it:
+
+- every invalid input a store accepted is one cause ("invalid input accepted", the inputs
+  listed), since the store has no validation at all far more often than one gap per
+  argument;
+- a failure reframed under another guarantee (``G10: after get_history was cancelled ...:
+  G5 ...``) whose symptom also fails a test of its own is attached to that test's cause
+  ("also seen after an interruption, 4 tests"), not counted again.
 """
 
 from __future__ import annotations
@@ -17,8 +28,8 @@ from ..contract import Guarantee
 from ..core.fresh import scrub
 from .labels import GUARANTEE_KEYS, failed_guarantees, guarantee_key
 
-__all__ = ["CAUSE_WIDTH", "cause", "cause_key", "group_causes", "guarantee_of_text", "normalise",
-           "violation_causes"]
+__all__ = ["ACCEPTED_KEY", "CAUSE_WIDTH", "cause", "cause_key", "group_causes",
+           "guarantee_of_text", "normalise", "violation_causes"]
 
 _CALLS = ("append_message", "get_history", "search", "compact", "forget", "consistent_state",
           "recover")
@@ -32,6 +43,11 @@ _BRACKETED = re.compile(r"\[[^\[\]\n]*\]|\{[^{}\n]*\}|<[^<>\n]*>")
 _HEXISH = re.compile(r"\b(?=[0-9a-f-]*\d)[0-9a-f][0-9a-f-]{7,}\b")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?s?\b")
 _HINT = re.compile(r"\s*\((?:seed \d+: replay|replay with)[^)]*\)")
+# "user_id=' ann' was accepted", "an invalid role 'bot' was accepted, not refused"
+_ACCEPTED = re.compile(r"^(?:an invalid )?(.{1,100}?) was accepted\b")
+ACCEPTED_KEY = "Inputs -: invalid input accepted"
+# "append_message.role=1 raised UnreadableResult, not ValueError or TypeError"
+_WRONG_ERROR = re.compile(r"^(.{1,100}?) raised (\w+), not ValueError or TypeError")
 CAUSE_WIDTH = 140
 
 
@@ -63,10 +79,22 @@ def cause_key(guarantee: str, op: str | None, detail: str) -> str:
 
 def cause(guarantee: Guarantee | str, op: str | None, detail: str,
           label: str | None = None) -> dict[str, Any]:
-    """One cause as the JSON report keeps it: key, guarantee, message, and the input if any."""
+    """One cause as the JSON report keeps it: key, guarantee, the kind of call, the message
+    (its real values), and the input if any."""
     key = guarantee_key(guarantee) or "unlabelled"
+    first = (detail.strip().splitlines() or [""])[0]
+    named = _CALL.search(first)
     found = {"key": cause_key(key, op, detail), "guarantee": key,
-             "message": (detail.strip().splitlines() or [""])[0][:500]}
+             "op": named.group(1) if named else (op or "-"), "message": first[:500]}
+    accepted = _ACCEPTED.match(first) if key == "Inputs" else None
+    wrong = _WRONG_ERROR.match(first) if key == "Inputs" else None
+    if accepted:
+        found["key"] = ACCEPTED_KEY
+        label = label or accepted.group(1)
+    elif wrong:  # one cause per exception type, whichever invalid value raised it
+        found["key"] = f"Inputs -: invalid input raised {wrong.group(2)}, not ValueError or " \
+                       "TypeError"
+        label = label or wrong.group(1)
     if label:
         found["input"] = label
     return found
@@ -84,7 +112,13 @@ def violation_causes(exc: BaseException) -> list[dict[str, Any]]:
                  if isinstance(getattr(a, "guarantee", None), Guarantee)]
     if anomalies:  # a concurrency failure: one cause per kind of anomaly in the history
         return [_anomaly_cause(a) for a in anomalies]
-    return [cause(guarantee, getattr(exc, "op", None), str(getattr(exc, "detail", exc)))]
+    found = cause(guarantee, getattr(exc, "op", None), str(getattr(exc, "detail", exc)))
+    within = getattr(exc, "within", None)
+    if within is not None and within.guarantee is not guarantee:
+        symptom = violation_causes(within)
+        if len(symptom) == 1:  # the reframed failure's own cause, to attach it to
+            found["within"] = symptom[0]["key"]
+    return [found]
 
 
 def _anomaly_cause(anomaly: Any) -> dict[str, Any]:
@@ -113,20 +147,37 @@ def guarantee_of_text(text: str) -> str:
 
 def group_causes(failures: Iterable[tuple[str, Iterable[Mapping[str, Any]]]]
                  ) -> list[dict[str, Any]]:
-    """Failures (nodeid, causes) grouped by cause, the cause with most tests first."""
+    """Failures (nodeid, causes) grouped by cause, the cause with most tests first.
+
+    A reframed failure (``within``) joins the cause of its symptom when that symptom also
+    failed a test directly: it is listed there under ``also`` (guarantee -> tests).
+    """
+    failures = [(nodeid, list(causes)) for nodeid, causes in failures]
+    direct = {str(f.get("key", "")) for _, causes in failures for f in causes
+              if not f.get("within")}
     groups: dict[str, dict[str, Any]] = {}
+    attached: list[tuple[str, Mapping[str, Any]]] = []
     for nodeid, causes in failures:
         for found in causes:
+            if found.get("within") in direct:
+                attached.append((nodeid, found))
+                continue
             key = str(found.get("key", ""))
             group = groups.setdefault(key, {
                 "cause": key, "guarantee": found.get("guarantee", "unlabelled"),
-                "example": found.get("message", ""), "tests": [], "inputs": []})
+                "op": found.get("op", "-"), "example": found.get("message", ""),
+                "tests": [], "inputs": []})
             if found.get("kind"):
                 group["kind"] = found["kind"]
             if nodeid not in group["tests"]:
                 group["tests"].append(nodeid)
             if found.get("input") and found["input"] not in group["inputs"]:
                 group["inputs"].append(found["input"])
+    for nodeid, found in attached:
+        also = groups[str(found["within"])].setdefault("also", {})
+        tests = also.setdefault(str(found.get("guarantee", "unlabelled")), [])
+        if nodeid not in tests:
+            tests.append(nodeid)
     return sorted(groups.values(), key=lambda g: (-len(g["tests"]), -len(g["inputs"]),
                                                   _order(g["guarantee"]), g["cause"]))
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .causes import CAUSE_WIDTH
+from .causes import ACCEPTED_KEY, CAUSE_WIDTH
 from .labels import plural
 from .outcome import skip_reason
 
@@ -47,11 +47,28 @@ def cause_lines(groups: list[dict[str, Any]], failed: int, *, examples: int = 2,
 
 
 def _cause_text(group: Mapping[str, Any]) -> str:
-    text = str(group["cause"])
-    inputs = list(group.get("inputs") or [])
+    """A cause as a person reads it: one of its own messages, real values and all (the
+    blanked key only grouped it), the inputs that showed it, and where else it was seen."""
+    if group.get("kind") or not group.get("example"):
+        text = str(group["cause"])
+    elif str(group["cause"]).startswith("Inputs -: invalid input raised"):
+        text = f"{str(group['cause']).removeprefix('Inputs -: ')} " \
+               f"({plural(len(group.get('inputs') or ()), 'input')})"
+        text = f"Inputs: {text}"
+    elif group["cause"] == ACCEPTED_KEY:
+        text = f"Inputs: {plural(len(group.get('inputs') or ()), 'invalid input')} accepted " \
+               "(the profile promises to refuse invalid input: one cause, not one per input)"
+    else:
+        op = group.get("op", "-")
+        text = f"{group['guarantee']}{'' if op == '-' else ' ' + op}: {group['example']}"
+        if len(text) > CAUSE_WIDTH:
+            text = text[:CAUSE_WIDTH - 1] + "…"
+    inputs = [i if len(i) <= 40 else i[:39] + "…" for i in group.get("inputs") or ()]
     if inputs:
         listed = ", ".join(inputs[:3]) + (f" (+{len(inputs) - 3} more)" if len(inputs) > 3 else "")
         text += f" [{listed}]"
+    for guarantee, tests in sorted((group.get("also") or {}).items()):
+        text += f"; also seen inside {guarantee} failures ({plural(len(tests), 'test')})"
     return text
 
 
@@ -67,7 +84,7 @@ def not_applicable_lines(reports: Sequence[pytest.TestReport], *, examples: int 
         groups.setdefault(needs, []).append(report.nodeid.rsplit("::", 1)[-1])
     lines = [f"{plural(len(reports), 'test')} not applicable (never counted as a pass), by "
              "what they need that the profile lacks:"]
-    width = max(len(needs) for needs in groups)
+    width = min(max(len(needs) for needs in groups), 30)
     for needs, names in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         shown = ", ".join(names[:examples]) + (f" and {len(names) - examples} more"
                                                if len(names) > examples else "")
