@@ -31,6 +31,7 @@ from nomnesia.adapters import ADAPTERS, UnknownAdapter, adapter_names, lookup, o
 from .core.factories import resolve_factory
 from .core.fresh import RUN
 from .core.loop import run_async
+from .core.notes import NOT_EXERCISED, take
 from .core.profiles import ProfileError, Resolved, static_full
 from .core.settings import settings
 from .core.violations import GuaranteeViolation
@@ -152,6 +153,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SETTINGS] = dict(vars(settings))  # restored when this run ends
     settings.timeout = float(config.getoption("nomnesia_timeout", 120.0))
     settings.op_timeout = float(config.getoption("nomnesia_op_timeout", 30.0))
+    settings.fault_timeout = float(config.getoption("nomnesia_fault_timeout", 300.0))
     settings.seed = int(seed)
     settings.anomalies = config.getoption("nomnesia_anomalies", 3)
     settings.profile = config.getoption("nomnesia_profile", None)
@@ -394,15 +396,6 @@ def nomnesia_store(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]
     if option != "--adapter":
         yield _interface_factory(config, option, adapter)
         return
-    server_only: frozenset[str] = frozenset()
-    if ADAPTERS[adapter].engines:
-        from nomnesia.adapters.engines import SERVER_ONLY  # function-level: ~75 ms
-
-        server_only = SERVER_ONLY.intersection(ADAPTERS[adapter].engines)
-    if server_only and getattr(config.stash[_ENGINES].provider, "kind", None) == "embedded":
-        pytest.skip(f"adapter {adapter!r} needs {', '.join(sorted(server_only))}, which no "
-                    "wheel ships: run with --backends docker where Docker answers, or "
-                    "--backends external with its NOMNESIA_*_URL set")
     yield _adapter_factory(config, adapter)
 
 
@@ -427,6 +420,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     """
     report: Any = yield
     excinfo = call.excinfo
+    if call.when == "call":
+        unexercised = take()  # what the test could not exercise: said in the summary
+        if unexercised:
+            report.user_properties.append((NOT_EXERCISED, unexercised))
     if in_suite(Path(str(item.path))):
         annotate(report, excinfo)  # its causes, for the summary by cause
     if (excinfo is None or not report.failed
@@ -457,6 +454,15 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             terminalreporter.write_line(f"  {why}")
         for line in not_applicable_lines(inapplicable):
             terminalreporter.write_line(line)
+
+    unexercised = [(r.nodeid, text) for reports in terminalreporter.stats.values()
+                   for r in reports for key, texts in getattr(r, "user_properties", ())
+                   if key == NOT_EXERCISED for text in texts]
+    if unexercised:
+        terminalreporter.write_sep("=", "nomnesia: not exercised (judged nothing, never "
+                                        "counted as a pass)")
+        for nodeid, text in unexercised:
+            terminalreporter.write_line(f"  {nodeid.rsplit('::', 1)[-1]}: {text}")
 
     failures = [(r.nodeid, report_causes(r))
                 for kind in ("failed", "error") for r in terminalreporter.stats.get(kind, ())

@@ -38,6 +38,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--nomnesia-timeout", dest="nomnesia_timeout", type=float, default=120.0,
                     metavar="SECONDS", help="a suite test that takes longer fails with G12 "
                                             "(default 120)")
+    group.addoption("--nomnesia-fault-timeout", dest="nomnesia_fault_timeout", type=float,
+                    default=300.0, metavar="SECONDS",
+                    help="a fault test (partial failures on each engine, reads under "
+                         "replication lag) that takes longer fails with G12 (default 300)")
     group.addoption("--nomnesia-op-timeout", dest="nomnesia_op_timeout", type=float,
                     default=30.0, metavar="SECONDS",
                     help="where a test checks that a store still answers (no lock left held "

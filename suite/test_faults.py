@@ -35,6 +35,7 @@ from .base import StoreTests
 from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G10, G11
 from .core.fresh import Namespace
 from .core.loop import suite_test
+from .core.notes import not_exercised
 from .core.profiles import NOT_APPLICABLE
 from .core.recorder import LoggedStore, StoreFactory, opened
 from .core.settings import settings
@@ -49,7 +50,7 @@ _MIX = Mix(append=0.55, read=0.35, search=0.05, compact=0.03, forget=0.02)
 """Mostly appends and reads: a lost reply matters most on a write, and reads show it
 (a compaction soon after would cover a duplicate before any read saw it)."""
 _faulted: Callable[[Callable[..., Coroutine[Any, Any, None]]], Callable[..., None]] = \
-    suite_test(timeout=300.0)
+    suite_test(timeout="fault_timeout")
 _OPS = 5_000
 """A cap; the faults stop the load after their last heal, long before it."""
 
@@ -159,12 +160,19 @@ async def _fault_each(session: Any, scope: Any, store: Any, engines: list[str], 
         tried.append(faults)
         await LoggedStore(store, ids=ids).clean_up()
         outcome.workload = Workload(seed=seed, ops=_OPS, mix=_MIX)
-        if faults.unexercised:
-            continue  # not reached: nothing was faulted on it
+        if faults.unexercised:  # no fault started: its failures are the other tests'
+            not_exercised(f"faults on {engine}: the store acknowledged no call within "
+                          f"{ACK_BOUND:g} s, so no fault was started")
+            continue
+        if not outcome:  # judged whether or not every fault hit: an anomaly is an anomaly
+            failures.append((engine, outcome, faults))
+        why = faults.missed or ("" if any(w.hit for w in faults.windows)
+                                else "no fault hit a call")
+        if why:  # named in the run's summary, never a silent pass
+            not_exercised(f"faults on {engine}: {why}")
+            continue
         if scope.engines[engine].accepted > before.get(engine, 0) or _used(scope, engine):
             reached.append(engine)
-        if not outcome:
-            failures.append((engine, outcome, faults))
     return failures, reached, tried
 
 

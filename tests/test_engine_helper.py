@@ -120,13 +120,13 @@ def test_each_xdist_worker_gets_its_own_engine(pytester: pytest.Pytester) -> Non
             path = pathlib.Path({str(out)!r}) / f"{{worker}}-{{i}}.url"
             path.write_text(engine_url("redis"))
     """)
+    # --dist each: every worker runs every test, so both workers surely start an engine.
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2",
-                                           "--dist", "loadgroup", "--backends", "embedded")
-    result.assert_outcomes(passed=4)
+                                           "--dist", "each", "--backends", "embedded")
+    result.assert_outcomes(passed=8)
     urls: dict[str, set[str]] = {}
     for path in out.glob("gw*-*.url"):
         urls.setdefault(path.name.split("-")[0], set()).add(path.read_text())
-    if len(urls) < 2:
-        pytest.skip("xdist ran every test on one worker")
+    assert len(urls) == 2, urls
     assert all(len(seen) == 1 for seen in urls.values()), urls  # one engine per worker
     assert len(set().union(*urls.values())) == len(urls), urls  # not shared between workers

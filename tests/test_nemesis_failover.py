@@ -367,17 +367,6 @@ def _seed() -> int:
     return seed
 
 
-def _registered(name: str) -> bool:
-    from nomnesia.adapters import ADAPTERS
-
-    return name in ADAPTERS
-
-
-needs_pgvector_ha = pytest.mark.skipif(not _registered("pgvector-ha"),
-                                       reason="the pgvector-ha stack is not registered")
-
-
-@needs_pgvector_ha
 @pytest.mark.slow  # 25 s measured: 4 failovers, of which a Sentinel one takes ~5 s to settle
 @pytest.mark.xdist_group("postgres-ha")
 async def test_pgvector_ha_keeps_every_acknowledged_append_through_failovers() -> None:
@@ -408,7 +397,6 @@ def _control(pair: str) -> NemesisConfig:
                          log=lambda _: None)
 
 
-@needs_pgvector_ha
 @pytest.mark.slow  # a nemesis run with a failover: nox -s slow
 @pytest.mark.xdist_group("postgres-ha")
 async def test_the_nemesis_catches_an_async_pair_losing_acknowledged_appends(
@@ -431,7 +419,6 @@ async def test_the_nemesis_catches_an_async_pair_losing_acknowledged_appends(
     assert report.options["engine_map"] == {"postgres-ha": "postgres-ha-async"}
 
 
-@needs_pgvector_ha
 @pytest.mark.slow  # a nemesis run with a failover: nox -s slow
 @pytest.mark.xdist_group("postgres-ha")
 async def test_the_control_on_the_synchronous_pair_loses_nothing() -> None:

@@ -218,8 +218,8 @@ def test_a_hanging_store_fails_with_g12(pytester: pytest.Pytester) -> None:
                                            "hanging:Hanging", "--nomnesia-timeout", "1",
                                            "-k", ONE, *QUIET)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*G12 errors: * did not finish within 1s: in flight: "
-                                 "append_message('*_ann', 'user', 'hello there')*"])
+    result.stdout.fnmatch_lines(["*G12 errors: * did not finish within 1s (--nomnesia-timeout): "
+                                 "in flight: append_message('*_ann', 'user', 'hello there')*"])
 
 
 def test_a_timeout_names_a_hanging_open_or_close() -> None:

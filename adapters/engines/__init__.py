@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from ._base import ENGINES, SERVER_ONLY, TOPOLOGIES, Provider, Topology
+from ._base import ENGINES, TOPOLOGIES, Provider, Topology
 from ._proc import launcher
 from .control import EngineControl
 from .docker import DockerProvider, docker_available
@@ -29,7 +29,6 @@ __all__ = [
     "ENGINES",
     "ENV_VARS",
     "KINDS",
-    "SERVER_ONLY",
     "TOPOLOGIES",
     "DockerProvider",
     "EmbeddedProvider",

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from nomnesia.suite.contract.errors import BackendUnavailable
 
-__all__ = ["EMBEDDED_HINT", "ENGINES", "SERVER_ONLY", "TOPOLOGIES", "Provider", "Topology",
+__all__ = ["EMBEDDED_HINT", "ENGINES", "TOPOLOGIES", "Provider", "Topology",
            "check_engine"]
 
 
@@ -91,11 +91,6 @@ URL (``postgres_ha``); ``redis-sentinel`` and ``valkey-sentinel`` are a primary,
 replicas and 3 Sentinels, reached through a ``redis+sentinel://`` URL (``resp_ha``);
 ``redis-cluster`` is a Redis Cluster of 3 primaries, each with a replica, reached through
 a ``redis+cluster://`` URL naming its nodes as seeds (``resp_cluster``)."""
-
-SERVER_ONLY: frozenset[str] = frozenset()
-"""Engine kinds the embedded provider can never supply (only Docker or a URL has them):
-none since RediSearch and the Milvus server run from wheels. Kept for the suite's
-plugin, which skips a stack that needs one under the embedded provider."""
 
 EMBEDDED_HINT = "pip install 'nomnesia[embedded]'"
 

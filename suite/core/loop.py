@@ -19,7 +19,7 @@ from nomnesia.suite.contract import Guarantee
 
 from .heartbeat import Heartbeat
 from .history import History, call_text
-from .settings import settings
+from .settings import OPTION_OF, settings
 from .violations import GuaranteeViolation, active_logs, store_error
 
 __all__ = ["in_flight", "run_async", "suite_test", "wait_until"]
@@ -58,14 +58,19 @@ def in_flight(logs: Sequence[History]) -> str:
     return "; ".join(f"{call_text(op)} (for {(now - op.time) / 1e9:.1f}s)" for op in pending)
 
 
-def run_async(coro: Coroutine[Any, Any, T], *, timeout: float | None = None,
+def run_async(coro: Coroutine[Any, Any, T], *, timeout: float | str | None = None,
               what: str = "the test") -> T:
     """Run ``coro`` on a fresh event loop; past ``timeout`` fail with G12 (never hang).
 
     A fresh loop per test means no state (locks, pools, tasks) leaks between
     tests through the loop, whatever the caller's asyncio configuration is.
+    ``timeout`` is seconds, or the name of a ``settings`` bound (``"fault_timeout"``;
+    default ``"timeout"``): a bound read from the command line names its option when it
+    fires, so no bound is one the user cannot find or raise.
     """
-    limit = settings.timeout if timeout is None else timeout
+    bound = "timeout" if timeout is None else timeout
+    limit = float(getattr(settings, bound)) if isinstance(bound, str) else bound
+    option = f" ({OPTION_OF[bound]})" if isinstance(bound, str) and bound in OPTION_OF else ""
     logs: list[History] = []
     loop = asyncio.new_event_loop()
     context = contextvars.copy_context()
@@ -86,8 +91,8 @@ def run_async(coro: Coroutine[Any, Any, T], *, timeout: float | None = None,
             stuck = "" if task.done() else f"; it ignored cancellation for {_GRACE:g}s"
             where += f"; before that, {blocked}" if blocked else ""
             raise GuaranteeViolation(
-                Guarantee.ERRORS, f"{what} did not finish within {limit:g}s: {where}{stuck}. "
-                "A store must raise within a bounded time, never hang", log)
+                Guarantee.ERRORS, f"{what} did not finish within {limit:g}s{option}: {where}"
+                f"{stuck}. A store must raise within a bounded time, never hang", log)
         error = None if task.cancelled() else task.exception()
         if isinstance(error, GuaranteeViolation) and blocked:
             raise error.again(f"{error.detail}\n(meanwhile, {blocked})") from error
@@ -119,12 +124,13 @@ def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def suite_test(fn: Callable[..., Coroutine[Any, Any, None]] | None = None, *,
-               timeout: float | None = None) -> Any:
+               timeout: float | str | None = None) -> Any:
     """Make ``async def test_x(self, store, ...)`` a sync test run on a fresh loop.
 
     The signature is kept (pytest reads fixtures through ``__wrapped__``) and
     the wrapper is not a coroutine function, so no asyncio plugin touches it.
-    ``timeout`` overrides ``--nomnesia-timeout`` for this test.
+    ``timeout`` overrides ``--nomnesia-timeout`` for this test: the name of another
+    ``settings`` bound (``"fault_timeout"``), read when the test runs.
     """
 
     def wrap(body: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Settings", "settings"]
+__all__ = ["OPTION_OF", "Settings", "settings"]
 
 
 @dataclass
@@ -17,6 +17,10 @@ class Settings:
 
     timeout: float = 120.0
     """Seconds a whole test may take before it fails with G12."""
+    fault_timeout: float = 300.0
+    """Seconds a fault test may take (partial failures on each engine, reads under
+    replication lag): it runs a load through several fault rounds, one per engine
+    (``--nomnesia-fault-timeout``)."""
     op_timeout: float = 30.0
     """Seconds one store operation may take where a test checks liveness (locks left held)."""
     seed: int = 0
@@ -34,3 +38,8 @@ class Settings:
 
 
 settings = Settings()
+
+OPTION_OF = {"timeout": "--nomnesia-timeout", "fault_timeout": "--nomnesia-fault-timeout",
+             "op_timeout": "--nomnesia-op-timeout", "loop_block": "--nomnesia-loop-block",
+             "eventually": "--nomnesia-eventually"}
+"""The option that sets each bound: a bound that fires names it, so the user can raise it."""

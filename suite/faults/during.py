@@ -24,6 +24,13 @@ refusal until three calls completed, a stall as long as the store's own timeout 
 call may take (past it, when the store declares one of at most 2 s), latency until
 ten calls ran through it; every hold is bounded, so a store that stops calling
 does not stop the test.
+
+A fault counts only if it hit (issue 47): a lost reply swallowed a reply, a refusal
+refused a connection, a stall held a call's bytes, latency delayed one, a pause had a
+call reach the store while it held. A fault that has not hit when its bound passes is
+held on, up to ``settings.op_timeout``; one that still hit nothing ends the round,
+which is then *not exercised* (:attr:`Faults.not_exercised` says why), and the test
+reports it by name rather than counting it as a pass.
 """
 
 from __future__ import annotations
@@ -78,6 +85,8 @@ class Window:
     end_ns: int
     effect: str = ""
     """What the fault visibly did, where the nemesis can tell (``2 replies lost``)."""
+    hit: bool = True
+    """Whether the fault did anything: a fault that hit nothing proves nothing."""
 
     def describe(self, t0_ns: int) -> str:
         effect = f" ({self.effect})" if self.effect else ""
@@ -98,6 +107,9 @@ class Faults:
     unexercised: bool = False
     """Set when the store acknowledged no append or read before the first fault: nothing
     was faulted."""
+    missed: str = ""
+    """Set when a fault hit nothing within ``settings.op_timeout``: the store made no call
+    through the engine, and the round ended there."""
     answered: set[str] = field(default_factory=set)
     """The calls (``append``, ``read`` ...) the store acknowledged before the first fault:
     only those are held to answering again after the last heal."""
@@ -117,7 +129,7 @@ class Faults:
             return []
         try:
             for _ in range(self.count):
-                if load.done() or not kinds:
+                if load.done() or not kinds or self.missed:
                     break
                 f = self.rng.choices(kinds, [_WEIGHT.get(k, 1) for k in kinds])[0]
                 await self._one(log, f, load)
@@ -137,18 +149,33 @@ class Faults:
         def hit() -> int:
             return (self.nemesis.hits(f, self.engine) or 0) - (before or 0)
 
+        def proved() -> bool:
+            """The fault did something: counted by its part, else a call reached the store
+            while it held (a paused engine holds every call that reaches it)."""
+            if before is not None:
+                return hit() > 0
+            return _invoked(log, mark) > 0
+
         try:
             if f == Stall.name:
                 await _until(log, mark, None, self.stall_hold, load)
             else:
                 await _until(log, mark, _HIT.get(f), _BOUND.get(f, 0.3), load,
                              hit=None if before is None else lambda: hit() > 0)
+            if not proved():  # held on until it hits, bounded: never counted unproved
+                await _until_true(proved, settings.op_timeout, load)
         finally:
             await self.nemesis.heal([self.engine])
             ended = time.monotonic_ns()
             effect = "" if before is None else _effect(f, hit())
-            log.note(f"healed: {what} on {self.engine}" + (f" ({effect})" if effect else ""))
-            self.windows.append(Window(what, self.engine, started, ended, effect))
+            did = proved()
+            if not did and not load.done():
+                self.missed = (f"{what} on {self.engine} hit nothing within "
+                               f"{settings.op_timeout:g} s (--nomnesia-op-timeout): the store "
+                               f"made no call through {self.engine} while it held")
+            log.note(f"healed: {what} on {self.engine}" + (f" ({effect})" if effect else "")
+                     + ("" if did else " (hit nothing)"))
+            self.windows.append(Window(what, self.engine, started, ended, effect, did))
         await _until(log, len(log), _ACKED_BETWEEN, ACK_BOUND, load, ok_only=True)
 
     async def answers_again(self, store: LoggedStore, workload: Any) -> list[Anomaly]:
@@ -213,6 +240,22 @@ async def _until(log: History, mark: int, calls: int | None, bound: float,
             return
         await asyncio.sleep(pause)  # bounded poll of the history (the fault's hold)
         pause = min(pause * 2, 0.02)
+
+
+async def _until_true(done: Callable[[], bool], bound: float, load: asyncio.Future[Any]
+                      ) -> None:
+    """Poll ``done`` until it holds, the load ended, or ``bound`` seconds passed."""
+    deadline = time.monotonic() + bound
+    pause = 0.002
+    while not done() and time.monotonic() < deadline and not load.done():
+        await asyncio.sleep(pause)  # bounded poll of the fault's effect
+        pause = min(pause * 2, 0.05)
+
+
+def _invoked(log: History, mark: int) -> int:
+    """Store calls begun after index ``mark``, or still in flight from before it."""
+    begun = sum(1 for op in log.ops[mark:] if op.type == "invoke" and op.f != "note")
+    return begun + len(log.in_flight())
 
 
 def _effect(f: str, hits: int) -> str:
