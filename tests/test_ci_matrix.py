@@ -117,7 +117,7 @@ def test_workflow_is_wired_to_the_generated_matrix() -> None:
     assert nox_job["env"]["SESSION"] == "${{ matrix.session }}"
     assert nox_job["env"]["NOMNESIA_BACKENDS"] == "embedded"  # the path .ci/run proves
     extra = jobs["extra"]
-    assert set(extra["strategy"]["matrix"]["session"]) == {"slow", "docker"}
+    assert set(extra["strategy"]["matrix"]["session"]) == {"slow", "docker", "readme", "embedder"}
     assert extra["env"]["NOMNESIA_DOCKER_IMAGES"] == "official"
     setup = next(s for s in nox_job["steps"] if str(s.get("uses", "")).startswith(
         "actions/setup-python@"))
