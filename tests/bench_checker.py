@@ -7,6 +7,11 @@ embedder so that generating it takes seconds, not minutes. The target is
 >= 50,000 ops/s (a 100,000-op history in under 2 s). Wall time suffers when
 the machine is busy; CPU time is the steadier number.
 
+``--growth`` times the entry checker on histories of two users with no compaction (every
+read returns a user's whole history), at 5,000, 10,000 and 20,000 calls: the case where
+``check_durability`` visited every required message per read (quadratic); the printed
+ratios say how CPU grows when the history doubles.
+
 ``--keyed`` times the keyed checker (``check_keyed``, for stores without entry ids)
 instead, on a synthetic history of ``--ops`` events (tests/keyed_histories.py: seeded,
 concurrent, with compactions, forgets and interrupted calls), once correct and once with
@@ -33,7 +38,7 @@ from nomnesia.adapters.fragile import FragileMemoryStore
 from nomnesia.suite.core.checker import Anomaly, check
 from nomnesia.suite.core.checker_keyed import check_keyed
 from nomnesia.suite.core.history import History, Op
-from nomnesia.suite.core.workload import Workload, run
+from nomnesia.suite.core.workload import Mix, Workload, run
 
 
 class CheapEmbedder:
@@ -54,6 +59,29 @@ async def record_fragile(ops: int, seed: int) -> History:
     async with FragileMemoryStore(seed=seed) as store:
         outcome = await run(store, Workload(seed=seed, ops=ops))
     return outcome.history
+
+
+async def record_growth(calls: int, seed: int) -> History:
+    async with Wrapper(seed=seed, embedder=CheapEmbedder()) as store:
+        outcome = await run(store, Workload(seed=seed, ops=calls, users=("ann", "bob"),
+                                            mix=Mix(append=0.6, read=0.4, search=0.0,
+                                                    compact=0.0, forget=0.0)))
+    assert outcome, outcome.report()
+    return outcome.history
+
+
+def growth(seed: int) -> int:
+    """CPU of the entry checker as a compaction-free history doubles, and the ratios."""
+    last = None
+    for calls in (5_000, 10_000, 20_000):
+        history = asyncio.run(record_growth(calls, seed))
+        cpu = time.process_time()
+        check(history, keep_last=4, search_staleness=0.0)
+        cpu = time.process_time() - cpu
+        ratio = f", x{cpu / last:.1f} for twice the calls" if last else ""
+        print(f"{calls:,} calls ({len(history):,} ops): {cpu:.2f} s CPU{ratio}", flush=True)
+        last = cpu
+    return 0
 
 
 def measure(history: History, label: str) -> float:
@@ -96,11 +124,15 @@ def main() -> int:
     parser.add_argument("--ops", type=int, default=100_000, help="history size (ops)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keyed", action="store_true", help="time check_keyed instead")
+    parser.add_argument("--growth", action="store_true",
+                        help="time the entry checker as a compaction-free history doubles")
     parser.add_argument("--reference", action="store_true",
                         help="with --keyed: also time the old algorithm (minutes)")
     args = parser.parse_args()
     if args.keyed:
         return keyed(args.ops, args.seed, args.reference)
+    if args.growth:
+        return growth(args.seed)
     started = time.perf_counter()
     # ~2.2 ops per call slot (invoke + completion, plus retries); cut to exactly --ops.
     history = asyncio.run(record(int(args.ops / 2.1), args.seed))

@@ -30,9 +30,10 @@ cutting them in two would only scatter them.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
+from typing import Any
 
 from ..contract import SUMMARY_ROLE, Guarantee
 from .checker_common import PER_KIND, Anomaly, Reporter, Spans, ranked, shrink, taints
@@ -68,6 +69,24 @@ def check(history: History | Sequence[Op], *, keep_last: int, search_staleness: 
         return check(ops, keep_last=keep_last, search_staleness=search_staleness, minimise=False)
 
     return ranked(found, recheck, minimise)
+
+
+def _unaccounted(need: Mapping[str, Any], live: Mapping[str, Any], cov: frozenset[str]
+                 ) -> list[str]:
+    """The required messages a whole read neither returns nor covers with its summary.
+
+    Counted from the read's side first (linear in what the read returned): only a read
+    that lacks some required message pays for visiting them all.
+    """
+    found = sum(1 for m in live if m in need)
+    if cov and found < len(need):
+        if len(cov) < len(need):
+            found += sum(1 for m in cov if m in need and m not in live)
+        else:
+            found += sum(1 for m in need if m in cov and m not in live)
+    if found == len(need):
+        return []
+    return [m for m in need if m not in live and m not in cov]
 
 
 class _UserChecker(Reporter):
@@ -418,10 +437,21 @@ class _UserChecker(Reporter):
                 d = subset[key] = covers.get(a, empty) - covers.get(b, empty)
             return d
 
+        # need_m's keys by seq (sorted; stale pairs skipped, rebuilt at a cut), and the
+        # order they became required in, so that a partial read visits only the required
+        # messages newer than its oldest entry and losses are reported in the same order.
+        by_seq: list[tuple[int, str]] = []
+        rank: dict[str, int] = {}
+
         def add_message(entry_id: str, seq: int, w: Call) -> None:
             if entry_id not in need_m and not any(entry_id in covers.get(k, empty)
                                                   for k in need_s):
                 need_m[entry_id] = (w, seq)
+                rank[entry_id] = len(rank)
+                if by_seq and by_seq[-1][0] > seq:
+                    insort(by_seq, (seq, entry_id))
+                else:
+                    by_seq.append((seq, entry_id))
 
         def add_summary(entry_id: str, w: Call) -> None:
             if entry_id in need_s or any(not minus(entry_id, k) for k in need_s):
@@ -454,20 +484,26 @@ class _UserChecker(Reporter):
                 applied = cut
                 need_m = {m: ws for m, ws in need_m.items() if ws[0].lo > cut}
                 need_s = {k: w for k, w in need_s.items() if w.lo > cut}
+                by_seq = sorted((seq, m) for m, (_, seq) in need_m.items())
             elif cut < applied:
                 continue  # a forget may separate this read from facts already dropped
+            if self._missing > PER_KIND:
+                return  # the first few losses tell the story; more change nothing
             live, summary = views[c.lo]
             entries: tuple[Rec, ...] = c.value
             complete = summary is not None or len(entries) < c.arg
             cov = self.covers_of(summary) if summary is not None else frozenset()
             first_seq = entries[0].seq if entries else 0
-            window_doubt = c.hi > self.indeterminate_compact_lo
-            for m, (w, seq) in need_m.items():
-                if m in live or m in cov:
-                    continue
-                if not complete and (seq <= first_seq or window_doubt or m in ever_covered):
-                    continue
-                self.missing(m, w, c, views)
+            if complete:
+                lost = _unaccounted(need_m, live, cov)
+            elif c.hi > self.indeterminate_compact_lo:
+                lost = []  # a compaction may be running: a partial read proves nothing
+            else:  # a partial read: every required message newer than its oldest entry
+                start = bisect_right(by_seq, (first_seq, "\U0010ffff"))
+                lost = [m for seq, m in by_seq[start:] if m in need_m
+                        and need_m[m][1] == seq and m not in live and m not in ever_covered]
+            for m in sorted(lost, key=rank.__getitem__):
+                self.missing(m, need_m[m][0], c, views)
             if not complete:
                 continue
             for sid, w in need_s.items():
