@@ -49,6 +49,9 @@ from .plugin_collection import pytest_pycollect_makeitem as pytest_pycollect_mak
 from .plugin_collection import pytest_pycollect_makemodule as pytest_pycollect_makemodule
 from .plugin_options import BACKENDS
 from .plugin_options import pytest_addoption as pytest_addoption
+from .plugin_testing import nomnesia_fault as nomnesia_fault
+from .plugin_testing import nomnesia_faultable as nomnesia_faultable
+from .plugin_testing import stop_recording
 from .report.annotate import annotate, declared, report_causes
 from .report.causes import group_causes
 from .report.json_report import ADAPTER_INFO, INTERFACE_INFO, PROFILE_INFO, configure
@@ -264,6 +267,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     when the test could not heal it itself (a store that blocked its event loop, a timeout).
     The engine session does it from here, outside that loop; what it had to undo is a
     defect of the suite, so it is said, as a warning on the test."""
+    stop_recording()
     engines = item.config.stash.get(_ENGINES, None)
     if engines is None or not engines.started:
         return
