@@ -159,6 +159,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.profile = config.getoption("nomnesia_profile", None)
     settings.eventually = float(config.getoption("nomnesia_eventually", 2.0))
     settings.loop_block = float(config.getoption("nomnesia_loop_block", 3.0))
+    settings.history_dir = config.getoption("nomnesia_history", None)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers, and before the header
@@ -259,6 +260,12 @@ def _install_engines(config: pytest.Config) -> None:
     engines = session.EngineSession(make)
     config.stash[_ENGINES] = engines
     config.stash[_UNINSTALL] = session.install(engines)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The test's name for the history files of ``--nomnesia-history``."""
+    settings.history_test = item.nodeid
 
 
 @pytest.hookimpl(trylast=True)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -344,3 +346,26 @@ def test_invalid_calls_are_refused_by_validation(call: tuple[str, object]) -> No
     with pytest.raises((ValueError, TypeError)):
         validation.validate_append(args["user_id"], args["role"], args["content"],
                                    message_id=args["message_id"])
+
+
+# --------------------------------------------------------------------------- --nomnesia-history
+
+
+@pytest.mark.parametrize(("store", "code"), [("nomnesia.adapters.memory:InMemoryStore", 0),
+                                             ("nomnesia.adapters.fragile:FragileMemoryStore", 1)])
+def test_nomnesia_check_judges_the_histories_the_suite_wrote(
+        tmp_path: Path, store: str, code: int, capsys: pytest.CaptureFixture[str]) -> None:
+    """--nomnesia-history writes each test's histories with the store's keep_last in the
+    header; nomnesia check judges them as the suite did: the oracle passes, the seed's store
+    fails naming guarantees. Without the writer there is no file (the glob is empty)."""
+    out = tmp_path / "histories"
+    subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "nomnesia.suite", "--store",
+                    store, "-k", "concurrent_mixed", "--nomnesia-history", str(out), "-q",
+                    "-p", "no:cacheprovider", "-p", "no:xdist"],
+                   cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    files = sorted(out.glob("*.jsonl"))
+    assert files, "the suite wrote no history"
+    assert json.loads(files[0].read_text(encoding="utf-8").splitlines()[0])["keep_last"] >= 1
+    assert cli(["check", *map(str, files)]) == code
+    text = capsys.readouterr().out
+    assert ("broken: G" in text) == bool(code), text[-2000:]

@@ -26,6 +26,7 @@ Every event may carry ``index`` (strictly increasing; default its line order) an
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -36,7 +37,7 @@ from .history import NOTE_PROCESS, History, Op, Rec
 from .view import content_key
 
 __all__ = ["FORMAT", "SCHEMA_FILE", "VERSION", "HistoryFile", "HistoryFormatError", "dump",
-           "dumps", "fault_note", "load", "loads", "schema", "write"]
+           "dumps", "fault_note", "load", "loads", "schema", "write", "write_test_histories"]
 
 FORMAT = "nomnesia-history"
 VERSION = 1
@@ -174,6 +175,26 @@ def write(path: str | Path, history: Iterable[Op], **header: Any) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(dumps(history, **header), encoding="utf-8")
     return target
+
+
+def write_test_histories(directory: str | Path, test: str, logs: Iterable[History]
+                         ) -> list[Path]:
+    """``--nomnesia-history DIR``: each history a test recorded that has a store call, as
+    ``DIR/<test>.jsonl`` (``-2``, ``-3`` ... for a test's further ones)."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", test).strip("_")[:150] or "history"
+    written: list[Path] = []
+    for log in logs:
+        if not any(op.type == "invoke" and op.f not in ("open", "close", "note")
+                   for op in log.ops):
+            continue  # only the factory's open and close: nothing to judge
+        n, path = 1, Path(directory) / f"{slug}.jsonl"
+        while path.exists():
+            n += 1
+            path = Path(directory) / f"{slug}-{n}.jsonl"
+        header = {k: v for k, v in log.declared.items()
+                  if k in ("keep_last", "search_staleness", "profile", "compact", "recover")}
+        written.append(write(path, log.ops, **header, meta={"test": test}))
+    return written
 
 
 # --------------------------------------------------------------------------- reading

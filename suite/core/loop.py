@@ -20,6 +20,7 @@ from nomnesia.suite.contract import Guarantee
 from .eventually import poll
 from .heartbeat import Heartbeat
 from .history import History, call_text
+from .history_format import write_test_histories
 from .settings import settings
 from .violations import GuaranteeViolation, active_logs, store_error
 
@@ -97,6 +98,8 @@ def run_async(coro: Coroutine[Any, Any, T], *, timeout: float | None = None,
             raise GuaranteeViolation(Guarantee.ERRORS, blocked, log)
         return task.result()
     finally:
+        if settings.history_dir:  # --nomnesia-history: every history, passed or failed
+            write_test_histories(settings.history_dir, settings.history_test or what, logs)
         try:
             _cancel_leftovers(loop)
             loop.run_until_complete(loop.shutdown_asyncgens())

@@ -18,7 +18,7 @@ from typing import Any
 from nomnesia.suite.core import history_format
 from nomnesia.suite.core.history import History, Op
 from nomnesia.suite.core.profiles import ProfileError, Resolved, resolve
-from nomnesia.suite.core.recorder import LoggedStore
+from nomnesia.suite.core.recorder import LoggedStore, declared_of
 from nomnesia.suite.core.verdict import Verdict, judge
 from nomnesia.suite.core.view import view_of
 
@@ -82,15 +82,7 @@ class Recorded(LoggedStore):
         return history_format.write(path, self.log.ops, **self._declared(), meta=meta or None)
 
     def _declared(self) -> dict[str, Any]:
-        resolved = self.resolved
-        keyed = resolved.keyed
-        keep_last = getattr(self.store, "keep_last", None)
-        staleness = getattr(self.store, "search_staleness", None)
-        return {"keep_last": keep_last if isinstance(keep_last, int) else None,
-                "search_staleness": float(staleness) if isinstance(staleness, (int, float))
-                else None,
-                "profile": "keyed" if keyed else "full",
-                "compact": resolved.has("compact"), "recover": resolved.has("recover")}
+        return declared_of(self.store, self.resolved)
 
     async def aclose(self) -> None:
         """Stop recording faults here and close the store (its ``aclose``, if it has one)."""
