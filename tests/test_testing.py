@@ -369,3 +369,41 @@ def test_nomnesia_check_judges_the_histories_the_suite_wrote(
     assert cli(["check", *map(str, files)]) == code
     text = capsys.readouterr().out
     assert ("broken: G" in text) == bool(code), text[-2000:]
+
+
+# --------------------------------------------------------------------------- the seed profile
+
+
+async def _seed_scenario(store: object) -> object:
+    s = record(store)
+
+    async def writer(name: str) -> None:
+        for i in range(8):
+            await s.append_message("ann", "user", f"{name} says {i}")
+            if name == "a" and i >= 3:  # its summarizer awaits: "b" appends meanwhile
+                await s.compact("ann")
+
+    await asyncio.gather(writer("a"), writer("b"))
+    await s.get_history("ann", 50)
+    s.stop()
+    return s
+
+
+def test_record_takes_a_seed_profile_store_and_check_reads_it_by_content(
+        tmp_path: Path) -> None:
+    """A four-method store (no ids) is recorded through the keyed view and judged by the
+    keyed checker; its file says profile keyed and judges the same. The seed's stale-read
+    compaction loses a concurrent append (G1/G7) in some seed; the correct one never."""
+    from nomnesia.adapters.seed import CorrectSeedStore, SeedMemoryStore
+
+    good = asyncio.run(_seed_scenario(CorrectSeedStore(seed=1)))
+    assert check(good).ok, str(check(good))  # type: ignore[arg-type]
+    bad = [asyncio.run(_seed_scenario(SeedMemoryStore(seed=seed))) for seed in range(8)]
+    verdicts = [check(b) for b in bad]  # type: ignore[arg-type]
+    failed = [v for v in verdicts if not v]
+    assert failed, "the seed store's compaction lost nothing in eight histories"
+    assert {g.number for v in failed for g in v.guarantees} & {1, 7}, str(failed[0])
+    index = verdicts.index(failed[0])
+    path = write_history(bad[index], tmp_path / "seed.jsonl")  # type: ignore[arg-type]
+    assert json.loads(path.read_text(encoding="utf-8").splitlines()[0])["profile"] == "keyed"
+    assert check(path).guarantees == failed[0].guarantees
