@@ -30,6 +30,9 @@ from nomnesia.adapters import ADAPTERS
 from nomnesia.adapters.engines import ENV_VARS, TOPOLOGIES, EmbeddedProvider, residue
 
 from . import reporting
+from .core import history_format
+from .core.verdict import judge
+from .report.history_page import render_history_page
 from .report.page import render_page, write_run_pages
 from .report_html import build_matrix, load_reports, render_html, render_markdown
 from .reporting import GUARANTEE_KEYS, failed_guarantees, failure_text
@@ -403,6 +406,38 @@ def cmd_doctor(ns: argparse.Namespace) -> int:
     return 0
 
 
+# --- check ---------------------------------------------------------------------
+
+def cmd_check(ns: argparse.Namespace) -> int:
+    """Judge history files (docs/history-format.md) with the suite's checker: the verdict
+    of each, exit 1 when any has an anomaly, 2 when one cannot be read."""
+    code = 0
+    pages: list[str] = []
+    for path in ns.files:
+        try:
+            read = history_format.load(path)
+            verdict = judge(read.history, keep_last=ns.keep_last or read.keep_last,
+                            search_staleness=read.search_staleness, profile=read.profile,
+                            compact=read.compact, recover=read.recover, source=path)
+        except (OSError, ValueError) as exc:  # HistoryFormatError is a ValueError
+            print(f"{path}: {exc}", file=sys.stderr)
+            code = 2
+            continue
+        print(verdict)
+        code = max(code, 0 if verdict.ok else 1)
+        pages.append(render_history_page({**verdict.to_json(), "headline": verdict.headline()},
+                                         verdict.history.to_json(), title=f"nomnesia check {path}"))
+    for n, page in enumerate(pages):  # one page a file: out.html, out-2.html ...
+        target = Path(ns.html) if ns.html and n == 0 else None
+        if ns.html and n > 0:
+            html_path = Path(ns.html)
+            target = html_path.with_name(f"{html_path.stem}-{n + 1}{html_path.suffix}")
+        if target is not None:
+            _write(str(target), page)
+            print(f"nomnesia check: page written to {target}", file=sys.stderr)
+    return code
+
+
 # --- entry point -------------------------------------------------------------
 
 def parser() -> argparse.ArgumentParser:
@@ -449,6 +484,17 @@ def parser() -> argparse.ArgumentParser:
                         help="also start and self-check the replicated topologies "
                         "(postgres-ha, redis-sentinel, redis-cluster ...): about 30 s more")
     doctor.set_defaults(func=cmd_doctor)
+
+    check = sub.add_parser("check", help="judge history files (docs/history-format.md) with "
+                           "the suite's checker",
+                           description="Judge JSON Lines history files (any version this "
+                           "nomnesia reads) and print each verdict; exit 1 on any anomaly.")
+    check.add_argument("files", nargs="+", metavar="FILE", help="history files (.jsonl)")
+    check.add_argument("--html", metavar="PATH",
+                       help="write the verdict and the history's timeline as a page")
+    check.add_argument("--keep-last", type=int, metavar="N",
+                       help="the store's keep_last, where the file's header has none")
+    check.set_defaults(func=cmd_check)
 
     # Its own parser (nomnesia.adapters.engines.residue) reads the arguments: see main().
     sub.add_parser("scan-forget", add_help=False,

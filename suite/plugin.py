@@ -51,6 +51,9 @@ from .plugin_collection import pytest_pycollect_makeitem as pytest_pycollect_mak
 from .plugin_collection import pytest_pycollect_makemodule as pytest_pycollect_makemodule
 from .plugin_options import BACKENDS
 from .plugin_options import pytest_addoption as pytest_addoption
+from .plugin_testing import nomnesia_fault as nomnesia_fault
+from .plugin_testing import nomnesia_faultable as nomnesia_faultable
+from .plugin_testing import stop_recording
 from .report.annotate import annotate, declared, report_causes
 from .report.causes import group_causes
 from .report.json_report import ADAPTER_INFO, INTERFACE_INFO, PROFILE_INFO, configure
@@ -159,6 +162,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.profile = config.getoption("nomnesia_profile", None)
     settings.eventually = float(config.getoption("nomnesia_eventually", 2.0))
     settings.loop_block = float(config.getoption("nomnesia_loop_block", 3.0))
+    settings.history_dir = config.getoption("nomnesia_history", None)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers, and before the header
@@ -261,12 +265,19 @@ def _install_engines(config: pytest.Config) -> None:
     config.stash[_UNINSTALL] = session.install(engines)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The test's name for the history files of ``--nomnesia-history``."""
+    settings.history_test = item.nodeid
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """Faults always heal: whatever a test armed is undone before the next test starts, even
     when the test could not heal it itself (a store that blocked its event loop, a timeout).
     The engine session does it from here, outside that loop; what it had to undo is a
     defect of the suite, so it is said, as a warning on the test."""
+    stop_recording()
     engines = item.config.stash.get(_ENGINES, None)
     if engines is None or not engines.started:
         return

@@ -76,6 +76,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "the store's engines can take (docs/nemesis.md, docs/faults.md)")
     group.addoption("--nemesis-faults", dest="nomnesia_nemesis_faults", type=int, default=50,
                     metavar="N", help="faults the --nemesis run injects (default 50)")
+    group.addoption("--nomnesia-history", dest="nomnesia_history", metavar="DIR", default=None,
+                    help="write every history each test recorded to DIR, one JSON Lines file "
+                         "each (docs/history-format.md): `nomnesia check DIR/*.jsonl` judges "
+                         "them again")
     add_options(group)  # --nomnesia-json PATH: the per-test, per-guarantee report
 
 

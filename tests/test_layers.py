@@ -33,6 +33,10 @@ from safe_ast import parse
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"suite": "nomnesia.suite", "adapters": "nomnesia.adapters"}
+TESTING = "nomnesia.testing"
+TESTING_DIR = ("suite", "testing")
+"""``suite/testing/`` is installed as ``nomnesia.testing``, the public testing module: a
+floor of its own above the faults, the core and the report, below the top of the suite."""
 CONTRACT = "nomnesia.suite.contract"
 CORE = "nomnesia.suite.core"
 REPORT = "nomnesia.adapters.ecosystem.report"
@@ -45,6 +49,8 @@ MAY_IMPORT = {  # a folder of the suite -> the folders of nomnesia it may import
     "nomnesia.suite.report": (CONTRACT, CORE),
     "nomnesia.suite.interfaces": (CONTRACT, CORE),
     "nomnesia.suite.faults": (CONTRACT, CORE, "nomnesia.adapters.engines"),
+    TESTING: (CONTRACT, CORE, "nomnesia.suite.faults", "nomnesia.suite.report",
+              "nomnesia.adapters"),
 }
 ENTRY_POINTS = ("nomnesia.suite.plugin", "nomnesia.suite.cli", "nomnesia.suite.nemesis.__main__",
                 "nomnesia.adapters.ecosystem.run", "nomnesia.adapters.ecosystem.report",
@@ -56,6 +62,8 @@ FUNCTION_LEVEL_REASON = "function-level:"
 
 def _module_name(root: Path, path: Path) -> str:
     rel = path.relative_to(root).with_suffix("")
+    if rel.parts[:2] == TESTING_DIR:  # installed under its own name (pyproject's package-dir)
+        return ".".join([TESTING, *rel.parts[2:]]).removesuffix(".__init__")
     parts = [PACKAGES[rel.parts[0]], *rel.parts[1:]]
     if parts[-1] == "__init__":
         parts.pop()
@@ -323,6 +331,8 @@ def test_a_circle_through_a_function_level_import_is_found(tmp_path: Path) -> No
      "imports the top of the suite (nomnesia.suite.plugin)"),
     ("suite/report/causes.py", "from ..faults import during\n",
      "report imports nomnesia.suite.faults.during"),
+    ("suite/testing/faults.py", "from nomnesia.suite import plugin\n",
+     "testing imports nomnesia.suite.plugin"),
 ])
 def test_each_rule_can_fail(tmp_path: Path, path: str, source: str, expected: str) -> None:
     files = dict.fromkeys(("suite/core/__init__.py", "suite/contract/__init__.py",

@@ -43,6 +43,11 @@ def test_wheel_holds_only_the_nomnesia_namespace(wheel: Path) -> None:
     assert "nomnesia/suite/core/recorder.py" in names
     assert "nomnesia/adapters/memory.py" in names
     assert "nomnesia/suite/py.typed" in names
+    # nomnesia.testing from suite/testing/, once, and the history format's schema
+    assert "nomnesia/testing/__init__.py" in names
+    assert "nomnesia/testing/py.typed" in names
+    assert not any(n.startswith("nomnesia/suite/testing/") for n in names)
+    assert "nomnesia/suite/core/history-v1.schema.json" in names
 
 
 @pytest.mark.xdist_group("wheel")  # one `wheel` fixture, not one per worker
@@ -77,6 +82,8 @@ def test_every_package_of_the_tree_is_listed_for_the_wheel() -> None:
     root = Path(__file__).resolve().parents[1]
     listed = set(tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
                  ["tool"]["setuptools"]["packages"])
+    # suite/testing/ installs as nomnesia.testing (package-dir), never as nomnesia.suite.testing
     found = {"nomnesia." + ".".join(init.parent.relative_to(root).parts)
+             .replace("suite.testing", "testing", 1)
              for top in ("adapters", "suite") for init in (root / top).rglob("__init__.py")}
     assert found == listed, f"missing: {sorted(found - listed)}; stale: {sorted(listed - found)}"

@@ -157,6 +157,12 @@ class EngineSession:
         """Whether a provider was made (and so something may need stopping)."""
         return self._provider is not None
 
+    @property
+    def scope(self) -> FaultScope | None:
+        """The fault scope armed now (None: URLs are handed out unproxied); what
+        ``nomnesia.testing``'s fault context managers put their toxics on."""
+        return self._scope
+
     def url(self, engine: str) -> str:
         """The URL of ``engine`` (``postgres``, ``redis``, ``valkey``, ``milvus``, ``qdrant``,
         ``redis-search``, ``qdrant-edge``), starting it the first time; behind the fault

@@ -365,6 +365,9 @@ class History:
         self.ops: list[Op] = list(ops)
         self.raised: dict[int, BaseException] = {}
         self._running: dict[int, Op] = {}  # process -> its invoke in flight
+        self.declared: dict[str, Any] = {}
+        """What the recorded store declares (``keep_last``, ``search_staleness``, its
+        profile): the header of the history file it is written to (``history_format``)."""
         self.rename: Callable[[Any], Any] | None = None
         """The test's user id to the one the store received (``fresh.Namespace.user``):
         the ops hold the store's ids, a test names its own in ``note`` and ``format``."""

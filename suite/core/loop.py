@@ -17,8 +17,10 @@ from typing import Any, TypeVar
 
 from nomnesia.suite.contract import Guarantee
 
+from .eventually import poll
 from .heartbeat import Heartbeat
 from .history import History, call_text
+from .history_format import write_test_histories
 from .settings import OPTION_OF, settings
 from .violations import GuaranteeViolation, active_logs, store_error
 
@@ -33,16 +35,13 @@ async def wait_until(probe: Callable[[], Awaitable[T]], done: Callable[[T], bool
 
     Returns the last result and the seconds it took, so tests can report how
     long an eventually-consistent read took to converge. Always probes at least
-    once, and once more after the deadline, so ``within=0`` means "now".
+    once, and once more at the deadline, so ``within=0`` means "now". The polling is
+    ``eventually.poll`` (tenacity), the same policy ``nomnesia.testing.eventually`` uses;
+    an exception of ``probe`` propagates.
     """
-    start = time.monotonic()
-    deadline = start + within
-    while True:
-        result = await probe()
-        if done(result) or time.monotonic() >= deadline:
-            return result, time.monotonic() - start
-        await asyncio.sleep(min(interval, max(0.0, deadline - time.monotonic())))
-        interval = min(interval * 2, 0.1)
+    polled = await poll(probe, done, timeout=within, interval=interval, max_interval=0.1)
+    result: T = polled.value
+    return result, polled.waited
 
 
 # --------------------------------------------------------------------------- running
@@ -104,6 +103,8 @@ def run_async(coro: Coroutine[Any, Any, T], *, timeout: float | str | None = Non
             raise GuaranteeViolation(Guarantee.ERRORS, blocked, log)
         return task.result()
     finally:
+        if settings.history_dir:  # --nomnesia-history: every history, passed or failed
+            write_test_histories(settings.history_dir, settings.history_test or what, logs)
         try:
             _cancel_leftovers(loop)
             loop.run_until_complete(loop.shutdown_asyncgens())

@@ -22,8 +22,8 @@ from .settings import settings
 from .view import KeyedView, view_of
 from .violations import GuaranteeViolation, watch
 
-__all__ = ["CLEAN_UP_SECONDS", "LoggedStore", "StoreFactory", "capabilities_of", "opened",
-           "recorded", "resolved_of"]
+__all__ = ["CLEAN_UP_SECONDS", "LoggedStore", "StoreFactory", "capabilities_of",
+           "declared_of", "opened", "recorded", "resolved_of"]
 
 StoreFactory = Callable[[], AbstractAsyncContextManager[Any]]
 """A zero-argument callable returning an async context manager that yields a fresh, empty store."""
@@ -49,6 +49,18 @@ def resolved_of(store: object) -> Resolved:
         return resolve(store, settings.profile)
     except ProfileError:
         return static_full()
+
+
+def declared_of(store: object, resolved: Resolved) -> dict[str, Any]:
+    """A history file's header for ``store``: its ``keep_last`` and ``search_staleness``
+    where it declares them, and the profile it is judged by (``history_format``)."""
+    keep_last = getattr(store, "keep_last", None)
+    staleness = getattr(store, "search_staleness", None)
+    return {"keep_last": keep_last if isinstance(keep_last, int) else None,
+            "search_staleness": float(staleness) if isinstance(staleness, (int, float))
+            else None,
+            "profile": "keyed" if resolved.keyed else "full",
+            "compact": resolved.has("compact"), "recover": resolved.has("recover")}
 
 
 class LoggedStore:
@@ -77,6 +89,7 @@ class LoggedStore:
         self.show = show
         self.resolved = resolved_of(inner)
         """The profile the store is judged by; a ``KeyedView`` inner means the keyed reading."""
+        self.log.declared = declared_of(inner, self.resolved)
         watch(self.log)
 
     @property
@@ -89,6 +102,9 @@ class LoggedStore:
         self._log = log
         if self.ids is not None:
             log.rename = self.ids.user
+        resolved = getattr(self, "resolved", None)  # None while __init__ runs: set below
+        if resolved is not None:
+            log.declared = declared_of(self.inner, resolved)
 
     @property
     def keyed(self) -> bool:

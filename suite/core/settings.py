@@ -32,6 +32,11 @@ class Settings:
     eventually: float = 2.0
     """Seconds the suite polls ``consistent_state`` of a store that declares no staleness
     bound (the seed profile), as the seed's ``assert_eventually`` does."""
+    history_dir: str | None = None
+    """Where every test writes each history it recorded as a history file
+    (``--nomnesia-history DIR``, docs/history-format.md); None: nowhere."""
+    history_test: str = ""
+    """The running test's node id, set by the plugin: the history files' names."""
     loop_block: float = 3.0
     """Seconds a store call may stop the test's event loop before the suite names it (G12:
     a synchronous call inside an async method; ``--nomnesia-loop-block``, 0: not watched)."""
