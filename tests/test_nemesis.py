@@ -13,6 +13,7 @@ import random
 import socket
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -286,14 +287,21 @@ async def test_a_restarted_redis_is_rebuilt_from_the_archive(
 
 
 @pytest.mark.slow  # a whole nemesis run with engines: nox -s slow
-async def test_a_short_nemesis_run_on_pgvector_finds_nothing() -> None:
+async def test_a_short_nemesis_run_on_pgvector_finds_nothing(tmp_path: Path) -> None:
+    history = tmp_path / "nemesis.jsonl"
     report = await run_nemesis(NemesisConfig(adapter="pgvector", faults=10, seed=_seed(),
-                                             hold=(0.1, 1.2)))
+                                             hold=(0.1, 1.2), history=str(history)))
     print(report.summary())
     assert report.passed, report.summary()
     assert len(report.faults) == 10
     assert report.operations["ok"] > 0
     assert not _our_workers(), "nemesis workers outlived the run"
+    # The merged history, in the history file format, judged again from the file alone.
+    from nomnesia.testing import check
+
+    verdict = check(history)
+    assert verdict.ok, verdict
+    assert len(verdict.history) == report.history_ops
 
 
 def _our_workers() -> list[int]:

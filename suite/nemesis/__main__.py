@@ -48,6 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=1.0, help="the store's backend timeout")
     parser.add_argument("--out", type=Path, default=None, help="write the report as JSON")
+    parser.add_argument("--history", type=Path, default=None, metavar="FILE.jsonl",
+                        help="write the merged history in the history file format "
+                             "(docs/history-format.md): `nomnesia check FILE` judges it again")
     parser.add_argument("--html", type=Path, default=None,
                         help="write the report as one HTML page: latency over time with the "
                         "fault windows shaded, availability per kind (docs/nemesis.md)")
@@ -129,6 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         freeze_share=args.freeze_share,
                         lag=args.lag, cascade=args.cascade, mix=mix,
                         backends=args.backends, commands=commands,
+                        history=str(args.history) if args.history is not None else "",
                         log=lambda line: print(line, flush=True))
     try:
         report = asyncio.run(run_nemesis(cfg))

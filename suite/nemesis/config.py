@@ -82,6 +82,9 @@ class NemesisConfig:
     engines are the kinds it asks ``engine_url`` for when opened (``user_store.py``)."""
     interface: str = ""
     """Or an interface option with its factory: ``--openai-session=MODULE:FACTORY``."""
+    history: str = ""
+    """Where to write the run's merged history in the history file format
+    (``docs/history-format.md``), for ``nomnesia check`` or another tool; empty: nowhere."""
 
     @property
     def user(self) -> bool:

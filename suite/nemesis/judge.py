@@ -11,9 +11,11 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..core.checker import check
 from ..core.checker_keyed import check_keyed
+from ..core.history_format import write as write_history
 from .report import NemesisReport, account, attribute, latency_series, merge, relabel_keyed
 from .worker import read_ops
 
@@ -21,9 +23,12 @@ __all__ = ["judge"]
 
 
 def judge(report: NemesisReport, histories: Sequence[tuple[str, int | None]], *,
-          load_end_ns: int, t0: float, result_path: Path, keep: Path | None = None) -> None:
+          load_end_ns: int, t0: float, result_path: Path, keep: Path | None = None,
+          history_file: Path | None = None) -> None:
     """Fill ``report`` from the workers' ``histories`` (path, when the worker was killed)
-    and the final worker's result; ``keep``: where to write the merged history too."""
+    and the final worker's result; ``keep``: where to write the merged history too;
+    ``history_file``: where to write it in the history file format, with the bounds the
+    checker judged it by."""
     history = merge((read_ops(path), killed_ns) for path, killed_ns in histories)
     report.workers = len(histories)
     report.history_ops = len(history)
@@ -58,3 +63,11 @@ def judge(report: NemesisReport, histories: Sequence[tuple[str, int | None]], *,
     report.seconds = time.monotonic() - t0
     if keep is not None:
         keep.write_text(history.dumps(), encoding="utf-8")
+    if history_file is not None:
+        bounds: dict[str, Any] = (
+            {"profile": "keyed", "compact": bool(result["compact"]),
+             "recover": bool(result["recover"])} if keyed
+            else {"keep_last": int(result["keep_last"])})
+        write_history(history_file, history.ops, **bounds,
+                      search_staleness=float(result["search_staleness"]),
+                      meta={"nemesis": report.adapter or "store", "seed": report.seed})

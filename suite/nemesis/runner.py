@@ -390,7 +390,8 @@ class _Run:
         judge(self.report, [(w.history, w.killed_ns) for w in self.workers],
               load_end_ns=self.load_end_ns or time.monotonic_ns(), t0=self.t0,
               result_path=self.workdir / "final.json",
-              keep=Path(keep) / f"{self._label()}-history.json" if keep else None)
+              keep=Path(keep) / f"{self._label()}-history.json" if keep else None,
+              history_file=Path(self.cfg.history) if self.cfg.history else None)
 
 
 def _synchronous_commit(url: str) -> None:
