@@ -28,7 +28,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for interface in INTERFACES:
         group.addoption(interface.option, dest=interface.dest, metavar="MODULE:FACTORY",
                         default=None, help=f"run the suite on {interface.takes}, mapped to "
-                                           f"the profile it can reach (e.g. {interface.example})")
+                                           f"the profile it can reach (e.g. {interface.example})"
+                                           + (f". {interface.note}" if interface.note else ""))
     group.addoption("--langchain-sync", dest="nomnesia_langchain_sync", action="store_true",
                     help="with --langchain-history: call the history's sync methods, not the "
                          "async ones")
