@@ -36,7 +36,7 @@ from nomnesia.adapters.text import HashingEmbedder
 
 __all__ = ["MEM0_DIMS", "adk_postgres", "agent_framework_memory", "agent_framework_redis",
            "agents_postgres", "checkpointer_postgres", "checkpointer_postgres_pool",
-           "checkpointer_sqlite",
+           "checkpointer_redis", "checkpointer_sqlite",
            "checkpointer_sqlite_sync",
            "langchain_postgres", "langgraph_postgres", "llama_postgres", "mem0_memory",
            "mem0_offline", "mem0_offline_config", "mem0_pgvector", "mem0_qdrant",
@@ -310,4 +310,15 @@ async def checkpointer_postgres_pool() -> AsyncIterator[Any]:
                                    kwargs=settings, open=False) as pool:
         saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
         await saver.setup()
+        yield saver
+
+
+@asynccontextmanager
+async def checkpointer_redis() -> AsyncIterator[Any]:
+    """``--langgraph-checkpointer``: langgraph-checkpoint-redis's ``AsyncRedisSaver`` on the
+    suite's ``redis-search`` engine (Redis with RediSearch and RedisJSON, which the saver's
+    indexes need), its indexes made once (``asetup`` keeps existing ones)."""
+    from langgraph.checkpoint.redis.aio import AsyncRedisSaver
+
+    async with AsyncRedisSaver.from_conn_string(engine_url("redis-search")) as saver:
         yield saver

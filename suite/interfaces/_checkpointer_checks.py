@@ -36,6 +36,7 @@ import asyncio
 import itertools
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 from ..contract import G1, G5, G6, G8, G9, G10, Guarantee
@@ -52,6 +53,12 @@ CHILD_NS = "nomnesia_child:1"
 """A subgraph's namespace, as LangGraph names them (``node:task``)."""
 STEPS = (0, 1, 2, 4, 8, 16, 32, 64, 128, 256)
 """Event-loop steps after which a run is cancelled, until one finishes first."""
+
+
+def _few(items: Sequence[Any], n: int = 6) -> str:
+    """At most ``n`` items of a list, and how many more: failures stay readable."""
+    shown = ", ".join(repr(i) for i in items[:n])
+    return f"[{shown}" + (f", ... {len(items) - n} more]" if len(items) > n else "]")
 
 
 def _ids(messages: Sequence[Any]) -> list[str]:
@@ -109,7 +116,7 @@ async def writes_once(saver: Saver, token: str, note: Note) -> list[Problem]:
         await saver.put_writes(config, writes, task_id)
         note(f"aput_writes(checkpoint {_cid(config)}, {writes!r}, task_id={task_id!r})")
     stored = list((await saver.get_tuple(config)).pending_writes or [])
-    note(f"aget_tuple(checkpoint {_cid(config)}).pending_writes: {stored!r}")
+    note(f"aget_tuple(checkpoint {_cid(config)}).pending_writes: {_few(stored, 12)}")
     counts = Counter((str(w[0]), str(w[1])) for w in stored)
     problems: list[Problem] = []
     for channel, values in (("nomnesia_a", ("first a", "retried a")),
@@ -118,10 +125,10 @@ async def writes_once(saver: Saver, token: str, note: Note) -> list[Problem]:
         if n > 1:
             problems.append((G6, f"aput_writes of task {task!r} to channel {channel!r} at one "
                                  f"index, retried, is stored {n} times (a retried write must "
-                                 f"be stored once): pending_writes {stored!r}"))
+                                 f"be stored once): pending_writes {_few(stored)}"))
         elif n == 0:
             problems.append((G1, f"the acknowledged aput_writes of task {task!r} to channel "
-                                 f"{channel!r} is not among the pending writes: {stored!r}"))
+                                 f"{channel!r} is not among the pending writes: {_few(stored)}"))
         else:
             value = next(w[2] for w in stored if (w[0], w[1]) == (task, channel))
             if value not in values:
@@ -131,7 +138,7 @@ async def writes_once(saver: Saver, token: str, note: Note) -> list[Problem]:
         problems.append((G1, f"task {other!r}'s one write is stored "
                              f"{counts[(other, 'nomnesia_a')]} times, not once (another task's "
                              f"write to the same channel and index is another write): "
-                             f"{stored!r}"))
+                             f"{_few(stored)}"))
     await saver.delete_thread(thread_id)
     return problems
 
@@ -165,7 +172,7 @@ async def newest_first(saver: Saver, token: str, note: Note) -> list[Problem]:
         if _parent(newer) != _cid(older):
             problems.append((G5, f"alist is not newest first: checkpoint #{i + 1} "
                                  f"({_cid(newer)}) has parent {_parent(newer)}, but #{i + 2} is "
-                                 f"{_cid(older)}; the order returned: {chain}"))
+                                 f"{_cid(older)}; the order returned: {_few(chain, 4)}"))
             break
     head = await saver.get_tuple(thread(thread_id))
     if listed and (head is None or _cid(head) != _cid(listed[0])):
@@ -179,11 +186,15 @@ async def newest_first(saver: Saver, token: str, note: Note) -> list[Problem]:
             missing = [c for c in everything if c not in got]
             twice = [c for c, n in Counter(got).items() if n > 1]
             problems.append((G5, f"alist pages of limit={size}, each before the last one's "
-                                 f"checkpoint, do not add up to alist: {len(got)} checkpoints, "
-                                 f"missing {missing}, repeated {twice}; paged {got}, whole "
-                                 f"{everything}"))
+                                 f"checkpoint, do not add up to alist's {len(everything)}: "
+                                 f"{len(got)} checkpoints, {len(missing)} missing "
+                                 f"{_few(missing, 3)}, {len(twice)} repeated {_few(twice, 3)}"
+                                 + ("" if missing or twice else ", in another order")))
     states = await saver.states(thread_id)
     seen = [_ids(s.values.get("messages", [])) for s in states]
+    if problems:  # the states come from alist: its order is already judged
+        await saver.delete_thread(thread_id)
+        return problems
     if not seen or seen[0] != written:
         problems.append((G1, f"the latest state holds {seen[0] if seen else None}, not the "
                              f"four messages appended, in order: {written}"))
@@ -320,11 +331,12 @@ async def interrupted_runs(saver: Saver, token: str, note: Note) -> list[Problem
     before = [await _append(saver, thread_id, token, f"c{i}") for i in range(2)]
     problems: list[Problem] = []
     counter = iter(range(10_000))
+    wedged = False
 
     async def judged(how: str, interrupt: Callable[[str], Awaitable[bool]]) -> bool:
         """Interrupt one run as ``how`` says, judge the thread after it; whether the run was
         interrupted (False: it finished first)."""
-        nonlocal before
+        nonlocal before, wedged
         n = next(counter)
         new = f"{token}-cut{n}"
         if not await interrupt(new):
@@ -334,6 +346,7 @@ async def interrupted_runs(saver: Saver, token: str, note: Note) -> list[Problem
         if kind != "ok":
             problems.append((G10, f"after a run {how}, aget_state "
                                   + ("did not answer" if kind == "hung" else f"raised {got!r}")))
+            wedged = kind == "hung"
             return True
         state = _ids(got)
         allowed = (before, [*before, new])
@@ -355,6 +368,7 @@ async def interrupted_runs(saver: Saver, token: str, note: Note) -> list[Problem
             problems.append((G10, f"after a run {how}, the next run "
                                   + ("did not answer" if kind == "hung" else f"raised {got!r}")
                                   + " (an interrupted run must not wedge the thread)"))
+            wedged = kind == "hung"
             return True
         after = _ids(await saver.messages(thread_id))
         if after not in [[*a, following] for a in allowed]:
@@ -406,13 +420,13 @@ async def interrupted_runs(saver: Saver, token: str, note: Note) -> list[Problem
             saver.entered.pop(thread_id, None)
 
     await judged("whose node failed", failed)
-    if not saver.synchronous:
-        await judged("cancelled while its node ran", lambda new: cancelled(new, None))
+    if not saver.synchronous and not wedged:
+        await judged("cancelled while its node ran", partial(cancelled, steps=None))
         for steps in STEPS:
-            if not await judged(f"cancelled after {steps} event-loop steps",
-                                lambda new, steps=steps: cancelled(new, steps)):  # type: ignore[misc]
-                break
-    await saver.delete_thread(thread_id)
+            if wedged or not await judged(f"cancelled after {steps} event-loop steps",
+                                          partial(cancelled, steps=steps)):
+                break  # a wedged thread: one wait is proof enough, and each costs the bound
+    await _bounded(saver.delete_thread(thread_id))
     return problems
 
 
