@@ -229,6 +229,9 @@ ENGINE_NEEDS = {
     "adk_postgres": ("asyncpg",),
     "mem0_pgvector": ("psycopg_pool",),
     "agent_framework_redis": ("agent_framework_redis", "redis"),
+    "checkpointer_postgres": ("langgraph.checkpoint.postgres", "psycopg"),
+    "checkpointer_postgres_pool": ("langgraph.checkpoint.postgres", "psycopg_pool"),
+    "checkpointer_redis": ("langgraph.checkpoint.redis", "redis"),
 }
 """What each real-engine command's ``pip install`` line adds to the interfaces extra."""
 
