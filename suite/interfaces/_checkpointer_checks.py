@@ -25,7 +25,8 @@ conformance suite (``langgraph-checkpoint-conformance``: ``test_put_writes_idemp
 - G10 (``interrupted_runs``): a run cancelled while its node runs, a run whose node fails,
   and runs cancelled after 0, 1, 2, 4 ... event-loop steps leave the thread at its last
   complete checkpoint: its messages are those before the run, or those and the run's
-  message once; every listed checkpoint can be read; the next run answers and appends.
+  message once; every listed checkpoint can be read; the next run answers and appends, and
+  keeps the interrupted run's message if a read after the interruption returned it (G1).
   A sync saver (whose runs are in worker threads, which cannot be cancelled) is judged on
   the failed run only.
 """
@@ -375,6 +376,10 @@ async def interrupted_runs(saver: Saver, token: str, note: Note) -> list[Problem
             problems.append((G10, f"after a run {how} and the next run, the thread holds "
                                   f"{after}: not the messages before {before}, its message "
                                   f"{new!r} at most once, then the next run's {following!r}"))
+        elif new in state and new not in after:
+            problems.append((G1, f"after a run {how}, aget_state returned its message {new!r}, "
+                                 f"and after the next run the thread holds {after} without it "
+                                 f"(a message a read returned is never lost)"))
         before = after
         return True
 
