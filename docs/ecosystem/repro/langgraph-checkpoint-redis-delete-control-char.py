@@ -9,7 +9,8 @@ RediSearch.
 
 Run::
 
-    NOMNESIA_REPRO_REDIS=redis://127.0.0.1:6379/0 python langgraph-checkpoint-redis-delete-control-char.py
+    NOMNESIA_REPRO_REDIS=redis://127.0.0.1:6379/0 \\
+        python langgraph-checkpoint-redis-delete-control-char.py
 """
 # needs: redis
 

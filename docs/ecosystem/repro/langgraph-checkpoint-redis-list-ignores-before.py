@@ -11,7 +11,8 @@ and never reaches the older checkpoints. Written against langgraph-checkpoint-re
 
 Run::
 
-    NOMNESIA_REPRO_REDIS=redis://127.0.0.1:6379/0 python langgraph-checkpoint-redis-list-ignores-before.py
+    NOMNESIA_REPRO_REDIS=redis://127.0.0.1:6379/0 \\
+        python langgraph-checkpoint-redis-list-ignores-before.py
 """
 # needs: redis
 

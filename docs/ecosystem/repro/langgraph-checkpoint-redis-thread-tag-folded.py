@@ -10,7 +10,8 @@ history and listing are not. Written against langgraph-checkpoint-redis 0.5.2 (r
 
 Run::
 
-    NOMNESIA_REPRO_REDIS=redis://127.0.0.1:6379/0 python langgraph-checkpoint-redis-thread-tag-folded.py
+    NOMNESIA_REPRO_REDIS=redis://127.0.0.1:6379/0 \\
+        python langgraph-checkpoint-redis-thread-tag-folded.py
 """
 # needs: redis
 
@@ -38,7 +39,8 @@ async def main() -> int:
         base = f"Ann-{uuid.uuid4().hex[:6]}"
         threads = [base, base.lower(), f"{base} "]
         for thread_id in threads:
-            await graph.ainvoke({"messages": [HumanMessage(f"of {thread_id!r}", id=str(uuid.uuid4()))]},
+            message = HumanMessage(f"of {thread_id!r}", id=str(uuid.uuid4()))
+            await graph.ainvoke({"messages": [message]},
                                 {"configurable": {"thread_id": thread_id}})
         config = {"configurable": {"thread_id": base}}
         listed = sorted({t.config["configurable"]["thread_id"] async for t in saver.alist(config)})

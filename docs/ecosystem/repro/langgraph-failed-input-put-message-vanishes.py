@@ -39,7 +39,8 @@ class LostReply(InMemorySaver):
 
 
 async def main() -> int:
-    print(f"langgraph {version('langgraph')}, langgraph-checkpoint {version('langgraph-checkpoint')}")
+    print(f"langgraph {version('langgraph')}, "
+          f"langgraph-checkpoint {version('langgraph-checkpoint')}")
     saver = LostReply()
     builder = StateGraph(MessagesState)
     builder.add_node("record", lambda state: {})
