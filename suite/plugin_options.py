@@ -33,6 +33,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--langchain-sync", dest="nomnesia_langchain_sync", action="store_true",
                     help="with --langchain-history: call the history's sync methods, not the "
                          "async ones")
+    group.addoption("--langgraph-concurrent-runs", dest="nomnesia_langgraph_concurrent_runs",
+                    action="store_true",
+                    help="with --langgraph-checkpointer: run a thread's runs concurrently, as "
+                         "the open-source library lets them run, instead of queued as "
+                         "LangGraph's Agent Server queues them (a concurrent run drops the "
+                         "other's message: LangGraph's documented behaviour)")
     group.addoption("--backends", dest="nomnesia_backends", choices=BACKENDS, default=None,
                     help="where built-in stacks get their engines: auto (default, or "
                          "$NOMNESIA_BACKENDS), embedded, docker or external")

@@ -16,7 +16,8 @@ stored once whatever its count (``n > 1`` -> ``n > 99``): ``[DuplicateWrites]``;
 ``delete_leaves_nothing`` without its put-again check: ``[DeleteLeavesWrites]``;
 ``interrupted_runs`` without its cancellation sweep (``STEPS = ()``): ``[LockLeak]``;
 ``LangGraphCheckpointer.run`` without its queue: ``test_concurrent_runs_of_one_thread_are_
-queued`` (1 of 8 messages kept).
+queued`` (1 of 8 messages kept); ``plugin._mapping_options`` without its ``enqueue`` branch:
+``test_concurrent_runs_option_lifts_the_queue``.
 """
 
 from __future__ import annotations
@@ -143,3 +144,17 @@ def test_langchain_history_help_points_to_the_checkpointer(pytester: pytest.Pyte
     history = text[text.index("--langchain-history"):text.index("--langgraph-store")]
     assert "Deprecated upstream" in history and "--langgraph-checkpointer" in history, history
     assert "--langgraph-checkpointer=MODULE:FACTORY" in text
+
+
+def test_concurrent_runs_option_lifts_the_queue(pytester: pytest.Pytester) -> None:
+    """``--langgraph-concurrent-runs``: the suite's concurrent workload on ``InMemorySaver``
+    loses acknowledged messages (G1), LangGraph's documented behaviour without the Agent
+    Server's queue; the audits grade it as a hazard with that option."""
+    reprec = pytester.inline_run(*SUITE, "--langgraph-checkpointer",
+                                 "langgraph.checkpoint.memory:InMemorySaver",
+                                 "--langgraph-concurrent-runs",
+                                 "-k", "test_concurrent_mixed_workload")
+    failed = [r for r in reprec.getreports("pytest_runtest_logreport") if r.failed]
+    assert failed, "concurrent runs of one thread kept every message"
+    assert all(re.match(r"G(1|2|3|5|8) [a-z ]+: ", r.longreprtext) for r in failed), \
+        [r.longreprtext[:300] for r in failed]

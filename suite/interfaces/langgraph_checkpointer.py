@@ -29,7 +29,8 @@ Deployment. It is not available in the LangGraph open source framework",
 https://docs.langchain.com/langsmith/double-texting). Without the queue two concurrent
 runs of one thread both start from the same checkpoint and the later one's write drops
 the other's message, with every saver: LangGraph's documented behaviour, not a saver's
-defect, so it is queued (``enqueue=False`` removes the queue, to grade that hazard).
+defect, so it is queued (``enqueue=False``, the option ``--langgraph-concurrent-runs``,
+removes the queue, to grade that hazard).
 Reads are never queued.
 
 Sync savers: a saver whose async methods raise ``NotImplementedError`` (``SqliteSaver``,
