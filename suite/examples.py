@@ -26,8 +26,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,7 +35,9 @@ from nomnesia.adapters.engines.session import engine_url
 from nomnesia.adapters.text import HashingEmbedder
 
 __all__ = ["MEM0_DIMS", "adk_postgres", "agent_framework_memory", "agent_framework_redis",
-           "agents_postgres",
+           "agents_postgres", "checkpointer_postgres", "checkpointer_postgres_pool",
+           "checkpointer_redis", "checkpointer_sqlite",
+           "checkpointer_sqlite_sync",
            "langchain_postgres", "langgraph_postgres", "llama_postgres", "mem0_memory",
            "mem0_offline", "mem0_offline_config", "mem0_pgvector", "mem0_qdrant",
            "mem0_sync_memory"]
@@ -245,3 +247,78 @@ async def agent_framework_redis() -> AsyncIterator[Any]:
         yield RedisHistoryProvider(redis_client=client, application_id="nomnesia")
     finally:
         await client.aclose()
+
+
+# --------------------------------------------------------------------------- checkpointers
+
+
+@asynccontextmanager
+async def checkpointer_sqlite() -> AsyncIterator[Any]:
+    """``--langgraph-checkpointer``: LangGraph's ``AsyncSqliteSaver``
+    (``langgraph-checkpoint-sqlite``, ``aiosqlite``) on a SQLite file of its own in a
+    temporary directory, which goes when the store closes."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    where = Path(tempfile.mkdtemp(prefix="nomnesia-checkpoints-"))
+    try:
+        async with AsyncSqliteSaver.from_conn_string(str(where / "checkpoints.db")) as saver:
+            yield saver
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+@contextmanager
+def checkpointer_sqlite_sync() -> Iterator[Any]:
+    """``--langgraph-checkpointer``: the sync ``SqliteSaver`` (its async methods raise), on
+    a SQLite file of its own; the suite drives it through the graph's sync methods in worker
+    threads."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    where = Path(tempfile.mkdtemp(prefix="nomnesia-checkpoints-"))
+    try:
+        with SqliteSaver.from_conn_string(str(where / "checkpoints.db")) as saver:
+            yield saver
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+@asynccontextmanager
+async def checkpointer_postgres() -> AsyncIterator[Any]:
+    """``--langgraph-checkpointer``: LangGraph's ``AsyncPostgresSaver``
+    (``langgraph-checkpoint-postgres``) on the suite's PostgreSQL, its tables set up once
+    (``setup`` is idempotent: it runs only the migrations not yet run)."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    async with AsyncPostgresSaver.from_conn_string(engine_url("postgres")) as saver:
+        await saver.setup()
+        yield saver
+
+
+@asynccontextmanager
+async def checkpointer_postgres_pool() -> AsyncIterator[Any]:
+    """``--langgraph-checkpointer``: ``AsyncPostgresSaver`` on a psycopg ``AsyncConnectionPool``
+    (``psycopg[pool]``) of the suite's PostgreSQL, with the connection settings
+    ``from_conn_string`` uses, as LangGraph's docs set it up for production: the pool
+    replaces a connection the server closed, where ``from_conn_string``'s one connection
+    stays closed (langgraph issue 7304)."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    settings = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    async with AsyncConnectionPool(engine_url("postgres"), min_size=1, max_size=4,
+                                   kwargs=settings, open=False) as pool:
+        saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+        await saver.setup()
+        yield saver
+
+
+@asynccontextmanager
+async def checkpointer_redis() -> AsyncIterator[Any]:
+    """``--langgraph-checkpointer``: langgraph-checkpoint-redis's ``AsyncRedisSaver`` on the
+    suite's ``redis-search`` engine (Redis with RediSearch and RedisJSON, which the saver's
+    indexes need), its indexes made once (``asetup`` keeps existing ones)."""
+    from langgraph.checkpoint.redis.aio import AsyncRedisSaver
+
+    async with AsyncRedisSaver.from_conn_string(engine_url("redis-search")) as saver:
+        yield saver

@@ -38,6 +38,7 @@ from .core.violations import GuaranteeViolation
 from .glue import SESSION_PROFILE, probe
 from .interfaces import (
     INTERFACES,
+    Interface,
     InterfaceMismatch,
     MissingLibrary,
     by_option,
@@ -93,14 +94,24 @@ def _target(config: pytest.Config) -> tuple[str, str] | None:
     return targets[0] if targets else None
 
 
+def _mapping_options(config: pytest.Config, interface: Interface) -> dict[str, Any]:
+    """What the options of one interface tell its mapping: ``--langchain-sync`` (the
+    history's sync methods), ``--langgraph-concurrent-runs`` (no run queue per thread)."""
+    if interface.module == "langchain" and config.getoption("nomnesia_langchain_sync", False):
+        return {"sync": True}
+    if interface.module == "langgraph_checkpointer" and config.getoption(
+            "nomnesia_langgraph_concurrent_runs", False):
+        return {"enqueue": False}
+    return {}
+
+
 def _interface_factory(config: pytest.Config, option: str, value: str) -> Callable[..., Any]:
     """The suite's store factory over a library's own object (``nomnesia.suite.interfaces``)."""
     interface = by_option(option)
-    sync = interface.module == "langchain" and config.getoption("nomnesia_langchain_sync", False)
     try:
         interface.check_installed()
         target = resolve_factory(value, config.invocation_params.dir, option)
-        return store_factory(interface, target, **({"sync": True} if sync else {}))
+        return store_factory(interface, target, **_mapping_options(config, interface))
     except MissingLibrary as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -208,10 +219,9 @@ def _check_interface(config: pytest.Config) -> None:
         return
     option, value = target
     interface = by_option(option)
-    sync = interface.module == "langchain" and config.getoption("nomnesia_langchain_sync", False)
     made = resolve_factory(value, config.invocation_params.dir, option)
     try:
-        run_async(check(interface, made, value, **({"sync": True} if sync else {})),
+        run_async(check(interface, made, value, **_mapping_options(config, interface)),
                        what="checking the factory's object against its option")
     except InterfaceMismatch as exc:
         raise pytest.UsageError(f"nomnesia: {exc}") from None

@@ -28,10 +28,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for interface in INTERFACES:
         group.addoption(interface.option, dest=interface.dest, metavar="MODULE:FACTORY",
                         default=None, help=f"run the suite on {interface.takes}, mapped to "
-                                           f"the profile it can reach (e.g. {interface.example})")
+                                           f"the profile it can reach (e.g. {interface.example})"
+                                           + (f". {interface.note}" if interface.note else ""))
     group.addoption("--langchain-sync", dest="nomnesia_langchain_sync", action="store_true",
                     help="with --langchain-history: call the history's sync methods, not the "
                          "async ones")
+    group.addoption("--langgraph-concurrent-runs", dest="nomnesia_langgraph_concurrent_runs",
+                    action="store_true",
+                    help="with --langgraph-checkpointer: run a thread's runs concurrently, as "
+                         "the open-source library lets them run, instead of queued as "
+                         "LangGraph's Agent Server queues them (a concurrent run drops the "
+                         "other's message: LangGraph's documented behaviour)")
     group.addoption("--backends", dest="nomnesia_backends", choices=BACKENDS, default=None,
                     help="where built-in stacks get their engines: auto (default, or "
                          "$NOMNESIA_BACKENDS), embedded, docker or external")

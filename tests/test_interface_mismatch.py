@@ -29,7 +29,7 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")  # read at mem0's import; offli
 # cannot be imported twice in one process, and an in-process run would import it anew.
 for _library in ("numpy", "llama_index.core", "langgraph.store.memory", "agents",
                  "google.adk.sessions", "langchain_core.chat_history", "mem0",
-                 "agent_framework"):
+                 "agent_framework", "langgraph.checkpoint.memory"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_library)
 
@@ -87,10 +87,17 @@ def agent_framework_history() -> Any:
     return InMemoryHistoryProvider()
 
 
+def langgraph_checkpointer() -> Any:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    return InMemorySaver()
+
+
 OBJECTS = {"--langchain-history": "langchain_history", "--langgraph-store": "langgraph_store",
            "--openai-session": "openai_session", "--llama-chat-store": "llama_chat_store",
            "--adk-sessions": "adk_sessions", "--mem0-memory": "mem0_memory",
-           "--agent-framework-history": "agent_framework_history"}
+           "--agent-framework-history": "agent_framework_history",
+           "--langgraph-checkpointer": "langgraph_checkpointer"}
 OPTIONS = [i.option for i in INTERFACES]
 assert set(OBJECTS) == set(OPTIONS), "every option's mismatch is proven here"
 

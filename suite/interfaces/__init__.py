@@ -55,6 +55,8 @@ class Interface:
     """The module the library provides (its presence is the check)."""
     install: str
     """What to install where it is missing."""
+    note: str = ""
+    """A sentence the option's help adds (a deprecation upstream)."""
 
     def check_installed(self) -> None:
         if importlib.util.find_spec(self.needs.split(".")[0]) is None:
@@ -66,7 +68,9 @@ INTERFACES: tuple[Interface, ...] = (
     Interface("--langchain-history", "nomnesia_langchain_history",
               "a LangChain BaseChatMessageHistory (called with the session id if it takes one)",
               "langchain_core.chat_history:InMemoryChatMessageHistory", "langchain",
-              "langchain_core", "langchain-core"),
+              "langchain_core", "langchain-core",
+              "Deprecated upstream: langchain-core 1.6.4 deprecates BaseChatMessageHistory for "
+              "LangGraph's short-term memory, a checkpointer: see --langgraph-checkpointer."),
     Interface("--langgraph-store", "nomnesia_langgraph_store",
               "a LangGraph BaseStore, with or without an index",
               "langgraph.store.memory:InMemoryStore", "langgraph", "langgraph.store",
@@ -91,6 +95,11 @@ INTERFACES: tuple[Interface, ...] = (
               "RedisHistoryProvider ...)",
               "agent_framework:InMemoryHistoryProvider", "agent_framework", "agent_framework",
               "agent-framework-core"),
+    Interface("--langgraph-checkpointer", "nomnesia_langgraph_checkpointer",
+              "a LangGraph checkpointer (BaseCheckpointSaver, sync or async, or a context "
+              "manager of one), driven through a compiled MessagesState graph, a thread per user",
+              "langgraph.checkpoint.memory:InMemorySaver", "langgraph_checkpointer",
+              "langgraph.checkpoint", "langgraph"),
 )
 
 
