@@ -154,7 +154,9 @@ async def _fault_each(session: Any, scope: Any, store: Any, engines: list[str], 
     tried: list[Faults] = []
     for n, engine in enumerate(engines):
         workload = Workload(seed=seed * 1000 + n, ops=_OPS, processes=6, mix=_MIX)
-        faults = Faults(nemesis, engine, _rng(seed, n), stall_hold=stall)
+        proxy = scope.engines[engine]
+        faults = Faults(nemesis, engine, _rng(seed, n), stall_hold=stall,
+                        traffic=lambda proxy=proxy: int(proxy.requests))
         ids = Namespace.new()  # fresh users for each round, as every concurrency round has
         outcome = await run(store, workload, during=faults, ids=ids)
         tried.append(faults)

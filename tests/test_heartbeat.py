@@ -84,3 +84,27 @@ def test_a_block_inside_a_recorded_call_is_measured() -> None:
         loop.close()
     assert len(beat.blocks) == 1 and beat.blocks[0].seconds >= 0.3, beat.blocks
     assert beat.blocks[0].describe().startswith("append_message('ann', 'user', 'x') blocked")
+
+
+class SleepsThenLoses(SleepsInAppend):
+    """Blocks the loop in ``append_message`` and then loses the append: two failures."""
+
+    async def get_history(self, user_id: str, limit: int = 10) -> Any:
+        return []
+
+
+def test_a_block_during_another_failure_is_its_own_g12_line(
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
+    """A blocked loop named beside another failure (G1 here) is a G12 failure too: its own
+    line starts with the guarantee, so the verdicts count it (an audit read G12 "pass")."""
+    pytester.syspathinsert(str(ROOT))
+    reprec = pytester.inline_run(*suite_args, "--store", f"{__name__}:SleepsThenLoses",
+                                 "-k", "test_append_returns_the_entry_and_history_shows_it",
+                                 "--nomnesia-loop-block", "0.5")
+    failed = [r.longreprtext for r in reprec.getreports("pytest_runtest_logreport") if r.failed]
+    assert len(failed) == 1, failed
+    from nomnesia.suite.report.labels import failed_guarantees
+
+    assert "G12" in failed_guarantees(failed[0]) and len(failed_guarantees(failed[0])) > 1, \
+        failed[0][:600]
+    assert "\nG12 errors: meanwhile, append_message(" in failed[0], failed[0][:600]

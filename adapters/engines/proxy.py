@@ -144,6 +144,9 @@ class Proxy:
         self._conns: set[_Conn] = set()
         self._peers: dict[str, Toxic] = {}
         self.accepted = 0
+        self.requests = 0
+        """Chunks of request bytes clients sent through (toxic or not): whether a fault on
+        the engine behind (a pause) met any traffic at all."""
 
     @classmethod
     async def start(cls, target_host: str, target_port: int, name: str = "") -> Proxy:
@@ -268,6 +271,8 @@ class Proxy:
                         dst.write_eof()
                         return True
                     break
+                if request:
+                    self.requests += 1
                 toxic = self._toxic_of(conn.peer)
                 step = Step.FORWARD if toxic is None else await toxic.step(conn, request)
                 if step is Step.DROP:

@@ -13,8 +13,9 @@ fault) is judged by polling what can be observed until it holds or a deadline pa
   ``RetryError`` (which says neither). ``nomnesia.testing`` re-exports it for users.
 
 The policy: probe at once, then after ``interval`` seconds, doubling to at most
-``max_interval``; the last wait is cut to end at the deadline, and the probe made there is
-the last one, so ``timeout=0`` means "now".
+``max_interval``; the last wait is cut to end at the deadline, and the last probe is the
+first one that *began* at or after the deadline (a probe that began before it and ran past
+it is followed by one more), so ``timeout=0`` means "now".
 """
 
 from __future__ import annotations
@@ -91,11 +92,22 @@ def _wait(interval: float, max_interval: float, deadline: list[float]
     return wait
 
 
-def _stop(deadline: list[float]) -> Callable[[RetryCallState], bool]:
+def _stop(deadline: list[float], began: list[float]) -> Callable[[RetryCallState], bool]:
+    """Stop once a probe that *began* at or after the deadline has failed: a probe that began
+    before it and ran past it (a slow call, a busy machine) proves nothing about the
+    deadline, so one more is made."""
     def stop(state: RetryCallState) -> bool:
-        return time.monotonic() >= deadline[0]
+        return began[0] >= deadline[0]
 
     return stop
+
+
+def _timed(probe: Callable[[], T], began: list[float]) -> Callable[[], T]:
+    def timed() -> T:
+        began[0] = time.monotonic()
+        return probe()
+
+    return timed
 
 
 class _Stopped:
@@ -117,13 +129,14 @@ def _ended(result: Any, retrying: Retrying | AsyncRetrying, start: float) -> Pol
 
 
 def _policy(done: Callable[[Any], bool], catch: tuple[type[BaseException], ...],
-            timeout: float, interval: float, max_interval: float) -> dict[str, Any]:
+            timeout: float, interval: float, max_interval: float, began: list[float]
+            ) -> dict[str, Any]:
     deadline = [time.monotonic() + timeout]
     retry: retry_base = retry_if_result(lambda value: not done(value))
     if catch:
         retry = retry | retry_if_exception(
             lambda exc: isinstance(exc, catch) and not isinstance(exc, Misuse))
-    return {"stop": _stop(deadline), "wait": _wait(interval, max_interval, deadline),
+    return {"stop": _stop(deadline, began), "wait": _wait(interval, max_interval, deadline),
             "retry": retry, "retry_error_callback": _Stopped}
 
 
@@ -134,11 +147,14 @@ async def poll(probe: Callable[[], Awaitable[T]], done: Callable[[T], bool], *, 
 
     An exception of a type in ``catch`` counts as "not yet"; any other propagates.
     """
+    began = [0.0]
+
     async def call() -> T:  # tenacity awaits only coroutine functions; ``probe`` may be a
-        return await probe()  # plain function that returns an awaitable (a lambda)
+        began[0] = time.monotonic()  # plain function that returns an awaitable (a lambda)
+        return await probe()
 
     start = time.monotonic()
-    retrying = AsyncRetrying(**_policy(done, catch, timeout, interval, max_interval))
+    retrying = AsyncRetrying(**_policy(done, catch, timeout, interval, max_interval, began))
     return _ended(await retrying(call), retrying, start)
 
 
@@ -147,8 +163,9 @@ def poll_sync(probe: Callable[[], T], done: Callable[[T], bool], *, timeout: flo
               catch: tuple[type[BaseException], ...] = ()) -> Polled:
     """:func:`poll` for a synchronous ``probe`` (it blocks this thread between probes)."""
     start = time.monotonic()
-    retrying = Retrying(**_policy(done, catch, timeout, interval, max_interval))
-    return _ended(retrying(probe), retrying, start)
+    began = [0.0]
+    retrying = Retrying(**_policy(done, catch, timeout, interval, max_interval, began))
+    return _ended(retrying(_timed(probe, began)), retrying, start)
 
 
 def _name(check: Callable[..., Any]) -> str:

@@ -94,7 +94,10 @@ def run_async(coro: Coroutine[Any, Any, T], *, timeout: float | str | None = Non
                 f"{stuck}. A store must raise within a bounded time, never hang", log)
         error = None if task.cancelled() else task.exception()
         if isinstance(error, GuaranteeViolation) and blocked:
-            raise error.again(f"{error.detail}\n(meanwhile, {blocked})") from error
+            # A block is a G12 failure of its own, whatever else failed: its own line, so
+            # the verdicts (which read the lines that start a message) count it too.
+            raise error.again(f"{error.detail}\n{Guarantee.ERRORS}: meanwhile, {blocked}"
+                              ) from error
         if isinstance(error, Exception) and not isinstance(error, GuaranteeViolation):
             violation = store_error(error, logs)
             if violation is not None:

@@ -63,7 +63,10 @@ _HIT = {LostReply.name: 3, Refuse.name: 3, Latency.name: 10}
 """Calls that must complete after a fault began before it is healed (or its bound passes)."""
 _BOUND = {LostReply.name: 0.5, Refuse.name: 0.3, Latency.name: 0.5, PausePart.fs[0]: 0.3}
 """Seconds a fault is held at most (a stall: see ``Faults.stall_hold``)."""
-_EFFECT = {LostReply.name: ("reply lost", "replies lost")}
+_EFFECT = {LostReply.name: ("reply lost", "replies lost"),
+           Refuse.name: ("connection refused", "connections refused"),
+           Stall.name: ("request held", "requests held"),
+           Latency.name: ("chunk delayed", "chunks delayed")}
 """How a fault's ``hits`` read in its window and the history (faults the nemesis counts)."""
 _WEIGHT = {LostReply.name: 3}
 """How often each fault is drawn, relative to 1: a reply lost after the write landed is
@@ -110,6 +113,9 @@ class Faults:
     missed: str = ""
     """Set when a fault hit nothing within ``settings.op_timeout``: the store made no call
     through the engine, and the round ended there."""
+    traffic: Callable[[], int] | None = None
+    """Request chunks sent through the engine's proxy so far: a fault whose part counts
+    nothing (a pause) hit only if traffic reached the engine while it held."""
     answered: set[str] = field(default_factory=set)
     """The calls (``append``, ``read`` ...) the store acknowledged before the first fault:
     only those are held to answering again after the last heal."""
@@ -142,6 +148,7 @@ class Faults:
     async def _one(self, log: History, f: str, load: asyncio.Future[Any]) -> None:
         mark = len(log)
         before = self.nemesis.hits(f, self.engine)
+        sent = self.traffic() if self.traffic is not None else 0
         what = (await self.nemesis.start(f, self.engine, self.rng)).what
         started = time.monotonic_ns()
         log.note(f"fault: {what} on {self.engine}")
@@ -150,10 +157,12 @@ class Faults:
             return (self.nemesis.hits(f, self.engine) or 0) - (before or 0)
 
         def proved() -> bool:
-            """The fault did something: counted by its part, else a call reached the store
-            while it held (a paused engine holds every call that reaches it)."""
+            """The fault did something: counted by its part, else traffic reached the
+            engine while it held (a paused engine holds every call that reaches it)."""
             if before is not None:
                 return hit() > 0
+            if self.traffic is not None:
+                return self.traffic() > sent
             return _invoked(log, mark) > 0
 
         try:

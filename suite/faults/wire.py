@@ -57,9 +57,9 @@ class WirePart:
         self._hits[key] = self._hits.get(key, 0) + toxic.hits
 
     def hits(self, f: str, target: str) -> int | None:
-        """Replies swallowed, for ``lost-reply``: only then did a write land unheard."""
-        if f != LostReply.name:
-            return None
+        """What the toxic visibly did so far: replies swallowed (``lost-reply``: only then
+        did a write land unheard), connections refused, request bytes held (``stall``),
+        chunks delayed (``latency``)."""
         on = self._on.get(target)
         return self._hits.get((f, target), 0) + (on.hits if on is not None and on.name == f
                                                  else 0)

@@ -18,7 +18,8 @@ class Refuse(Toxic):
         return False
 
     def armed(self, link: Link) -> None:
-        self.hits += 1
+        if link.requested:  # a call in flight on it fails; an idle pooled one is not a hit
+            self.hits += 1
         link.abort()
 
     async def step(self, link: Link, request: bool) -> Step:
