@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from nomnesia.adapters.engines import Provider, get_provider
+from nomnesia.adapters.engines.session import active_session
 
 __all__ = ["Generation", "Open", "asyncpg_engine", "asyncpg_url", "drop_tables", "namespace",
            "remove_sqlite", "sqlite_path", "url"]
@@ -61,8 +62,6 @@ def url(engine: str) -> str:
     (the partial-failure test said "not applicable: the store got no engine from the
     suite"). Outside such a run this module's own provider serves.
     """
-    from nomnesia.adapters.engines.session import active_session
-
     session = active_session()
     if session is not None:
         return session.url(engine)
