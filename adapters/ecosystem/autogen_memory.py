@@ -33,16 +33,14 @@ deletes everything. The adapter validates only the contract's own vocabulary
 message ids, no search (sequential mode refuses semantic queries), no
 compaction: the ``history`` profile.
 
-One setting is the adapter's, not the library's default: ``redis_url`` carries
-``socket_timeout`` (:data:`SOCKET_TIMEOUT`, redis-py reads it from the URL;
-``RedisMemoryConfig`` has no field for it). redis-py waits for a reply forever
-by default, and ``RedisMemory`` waits on the event loop's thread, so one
-stalled connection stops the application for good: the suite's partial-failure
-test then never ends (its stall is held and healed on that same loop). With
-the timeout each blocked call still holds the loop, for up to
-``SOCKET_TIMEOUT`` per attempt of redis-py's retries, which the suite names
-(G12); :func:`redis_factory_default` is the library's default, without it (do
-not run the partial-failure test on it).
+The audit runs ``RedisMemory`` as configured by default: redis-py then waits for
+a reply forever, on the event loop's thread, so a stalled or paused Redis stops
+the whole application until the connection breaks (the suite's partial-failure
+test runs into its own time bound). :func:`redis_factory_timeout` is the same
+adapter with ``socket_timeout`` in ``redis_url`` (:data:`SOCKET_TIMEOUT`;
+redis-py reads it from the URL, ``RedisMemoryConfig`` has no field for it), the
+setting a team would add: each blocked call then holds the loop for up to
+``SOCKET_TIMEOUT`` per attempt of redis-py's retries instead.
 """
 
 from __future__ import annotations
@@ -60,7 +58,7 @@ from . import _engines
 from ._common import ALL, check_append, clamp
 
 __all__ = ["SOCKET_TIMEOUT", "AutogenMemoryStore", "list_factory", "redis_factory",
-           "redis_factory_default"]
+           "redis_factory_timeout"]
 
 SOCKET_TIMEOUT = 5.0
 """Seconds redis-py waits for a reply (``redis_url``'s ``socket_timeout``), see the docstring."""
@@ -127,15 +125,14 @@ async def _redis(timeout: float | None) -> AsyncIterator[AutogenMemoryStore]:
 
 
 def redis_factory() -> AbstractAsyncContextManager[AutogenMemoryStore]:
-    """``--store nomnesia.adapters.ecosystem.autogen_memory:redis_factory``: with the
-    adapter's socket timeout (the module docstring says why)."""
-    return _redis(SOCKET_TIMEOUT)
-
-
-def redis_factory_default() -> AbstractAsyncContextManager[AutogenMemoryStore]:
-    """The same, with redis-py's default (no socket timeout): a stalled connection blocks
-    the event loop until the connection is reset."""
+    """``--store nomnesia.adapters.ecosystem.autogen_memory:redis_factory``: ``RedisMemory``
+    as configured by default (no socket timeout: the module docstring says what that does)."""
     return _redis(None)
+
+
+def redis_factory_timeout() -> AbstractAsyncContextManager[AutogenMemoryStore]:
+    """The same with redis-py's ``socket_timeout`` set to :data:`SOCKET_TIMEOUT` seconds."""
+    return _redis(SOCKET_TIMEOUT)
 
 
 @asynccontextmanager

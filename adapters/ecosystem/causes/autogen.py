@@ -67,6 +67,40 @@ CAUSES: tuple[Cause, ...] = (
           match=(r"^G1 durability: \d+ of \d+ appends acknowledged by one store object were "
                  r"gone when the factory opened a second one",),
           shows=r"a second one with the same config reads \[\]"),
+    Cause("autogen-redis-trailing-separator", REDIS, ("G1",), "data loss",
+          "BaseStorage._key (redisvl) strips every ':' from the end of the prefix and adds "
+          "one back, while MessageHistorySchema.from_params (redisvl) creates the index over "
+          "the prefix as RedisMemory.__init__ gives it",
+          "a memory whose prefix ends in two or more ':' writes its entries outside its own "
+          "index: add() returns normally, the entry is in Redis, query() returns nothing "
+          "(and the entry falls under the index of the shorter prefix, whose clear() deletes "
+          "it)",
+          "m = RedisMemory(RedisMemoryConfig(prefix='mem:ann::', index_name='mem:ann::', "
+          "sequential=True)); await m.add(c); (await m.query('')).results  # []",
+          "a prefix ending in '::' (one memory per user under 'mem:' + the user id, for a "
+          "user id ending in ':' such as 'ann::' or '::')",
+          documented=None,
+          functions=("redisvl.index.storage:BaseStorage._key",
+                     "redisvl.extensions.message_history.schema:MessageHistorySchema."
+                     "from_params", _INIT),
+          match=(r"^G1 durability: user id '[^'\n]*::': acknowledged appends are not live",),
+          shows=r"outside the index"),
+    Cause("autogen-redis-clear-keeps-index", REDIS, ("G8",), "hazard",
+          "RedisMemory.clear is MessageHistory.clear (redisvl): 'Delete every message, "
+          "leaving the index in place'; only RedisMemory.close drops the index",
+          "clearing a user's memory leaves its RediSearch index, whose name is the memory's "
+          "index_name: with one memory per user named after the user, Redis still lists the "
+          "user id (FT._LIST) after the user was forgotten",
+          "m = RedisMemory(RedisMemoryConfig(index_name='mem:ann', ...)); await m.add(c); "
+          "await m.clear()  # FT._LIST still lists 'mem:ann'",
+          "a memory per user whose index_name holds the user id, forgotten with clear()",
+          documented="RedisMemory.clear's docstring: 'Clear all entries from memory, "
+                     "preserving the RedisMemory resources'; redisvl's MessageHistory.clear: "
+                     "'leaving the index in place'",
+          functions=(_CLEAR,
+                     "redisvl.extensions.message_history.message_history:MessageHistory.clear"),
+          match=(r"^G8 forget: [^\n]*still hold the user", r"search index '[^'\n]*' \(name\)"),
+          kind="mapping", shows=r"still lists the index"),
     Cause("autogen-redis-blocks-event-loop", REDIS, ("G12",), "availability",
           "RedisMemory.add, RedisMemory.query and RedisMemory.clear are coroutines that call "
           "redisvl's synchronous MessageHistory over redis-py's synchronous Redis client "
