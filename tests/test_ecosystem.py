@@ -383,3 +383,25 @@ def test_agno_losses_are_told_from_agno_order() -> None:
     assert classify("agno-postgres", cut) == ["agno-postgres-last-n-order"]
     assert classify("agno-postgres", whole) == ["agno-acks-failed-write"]
     assert classify("agno-postgres", nul) == ["agno-acks-failed-write"]
+
+
+def test_the_audits_take_their_engines_from_the_suites_session() -> None:
+    """Inside a suite run an audit's store must get the session's URL (the one the
+    partial-failure test routes through its fault proxy), not a provider of its own: since
+    the session moved to nomnesia.adapters.engines.session, looking for
+    nomnesia.suite.engines in sys.modules found nothing, and no audit was faulted."""
+    from nomnesia.adapters.ecosystem import _engines
+    from nomnesia.adapters.engines.session import EngineSession, install
+
+    class Fake:
+        def url(self, engine: str) -> str:
+            return f"fake://{engine}"
+
+        def close(self) -> None:
+            return None
+
+    uninstall = install(EngineSession(Fake))
+    try:
+        assert _engines.url("postgres") == "fake://postgres"
+    finally:
+        uninstall()
