@@ -33,20 +33,17 @@ deletes everything. The adapter validates only the contract's own vocabulary
 message ids, no search (sequential mode refuses semantic queries), no
 compaction: the ``history`` profile.
 
-The audit runs ``RedisMemory`` as configured by default: redis-py then waits for
-a reply forever, on the event loop's thread, so a stalled or paused Redis stops
-the whole application until the connection breaks (the suite's partial-failure
-test runs into its own time bound). :func:`redis_factory_timeout` is the same
-adapter with ``socket_timeout`` in ``redis_url`` (:data:`SOCKET_TIMEOUT`;
-redis-py reads it from the URL, ``RedisMemoryConfig`` has no field for it), the
-setting a team would add: each blocked call then holds the loop for up to
-``SOCKET_TIMEOUT`` per attempt of redis-py's retries instead.
+``RedisMemory`` runs as configured by default: redis-py 8's client waits
+``DEFAULT_SOCKET_TIMEOUT`` (5 s) per read and retries, all on the event loop's
+thread, so under the suite's faults one call held the whole loop for 45 to 80 s
+(``autogen-redis-blocks-event-loop``). ``RedisMemoryConfig`` has no field for
+the client's settings, and the adapter adds none.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any
 
@@ -57,11 +54,7 @@ from nomnesia.adapters.engines.session import keep_data, store_namespace
 from . import _engines
 from ._common import ALL, check_append, clamp
 
-__all__ = ["SOCKET_TIMEOUT", "AutogenMemoryStore", "list_factory", "redis_factory",
-           "redis_factory_timeout"]
-
-SOCKET_TIMEOUT = 5.0
-"""Seconds redis-py waits for a reply (``redis_url``'s ``socket_timeout``), see the docstring."""
+__all__ = ["AutogenMemoryStore", "list_factory", "redis_factory"]
 
 
 class AutogenMemoryStore:
@@ -102,14 +95,13 @@ class AutogenMemoryStore:
 
 
 @asynccontextmanager
-async def _redis(timeout: float | None) -> AsyncIterator[AutogenMemoryStore]:
-    """A sequential ``RedisMemory`` per user on the ``redis-search`` engine, each configured
-    as the application after a restart would configure it again."""
+async def redis_factory() -> AsyncIterator[AutogenMemoryStore]:
+    """``--store nomnesia.adapters.ecosystem.autogen_memory:redis_factory``: a sequential
+    ``RedisMemory`` per user on the ``redis-search`` engine (Redis with RediSearch), each
+    configured as the application after a restart would configure it again."""
     from autogen_ext.memory.redis import RedisMemory, RedisMemoryConfig
 
     namespace, url = store_namespace(), _engines.url("redis-search")
-    if timeout is not None:
-        url += f"{'&' if '?' in url else '?'}socket_timeout={timeout:g}"
 
     def make(user_id: str) -> RedisMemory:
         name = f"{namespace}:{user_id}"
@@ -122,17 +114,6 @@ async def _redis(timeout: float | None) -> AsyncIterator[AutogenMemoryStore]:
         yield store
     finally:
         await store.aclose()
-
-
-def redis_factory() -> AbstractAsyncContextManager[AutogenMemoryStore]:
-    """``--store nomnesia.adapters.ecosystem.autogen_memory:redis_factory``: ``RedisMemory``
-    as configured by default (no socket timeout: the module docstring says what that does)."""
-    return _redis(None)
-
-
-def redis_factory_timeout() -> AbstractAsyncContextManager[AutogenMemoryStore]:
-    """The same with redis-py's ``socket_timeout`` set to :data:`SOCKET_TIMEOUT` seconds."""
-    return _redis(SOCKET_TIMEOUT)
 
 
 @asynccontextmanager
