@@ -27,7 +27,12 @@ labels), and a falsy id returned is an error; ``get_history`` is
 ``search_user_memories(retrieval_method="last_n")``, the documented way to get
 "the most recent memories"; ``forget`` is ``clear_user_memories``. agno's
 database classes are synchronous, so every call runs in a worker thread
-(``asyncio.to_thread``), as an async application has to run them. The adapter
+(:func:`in_thread`), as an async application has to run them; a cancelled call
+returns only once its thread has finished (a thread cannot be stopped, and SPEC
+wants a store without ``recover`` whole again when an interrupted call returns:
+with a bare ``asyncio.to_thread`` a cancelled ``forget`` went on deleting after
+the caller had read the history back; anyio's ``to_thread.run_sync`` waits the
+same way by default). The adapter
 validates only the contract's own vocabulary (``role``, ``limit``): user ids
 and contents reach agno as given. No message ids (agno's ``memory_id`` is one
 key for all users, SPEC's message ids are per user), no ``search`` (agno's is
@@ -42,10 +47,10 @@ dropped on close unless ``keep_data()`` says to keep it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
-from typing import Any
+from typing import Any, TypeVar
 
 from agno.db.schemas.memory import UserMemory
 from agno.memory.manager import MemoryManager
@@ -55,9 +60,26 @@ from nomnesia.adapters.engines.session import keep_data, store_namespace
 from . import _engines
 from ._common import check_append, clamp
 
-__all__ = ["AgnoMemoryStore", "postgres_factory", "sqlite_factory"]
+__all__ = ["AgnoMemoryStore", "in_thread", "postgres_factory", "sqlite_factory"]
 
 LIBRARY = f"agno {version('agno')}"
+
+T = TypeVar("T")
+
+
+async def in_thread(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``call`` in a worker thread; cancelled, it waits for the thread before it re-raises,
+    so that nothing the call does lands after the caller saw it cancelled."""
+    running = asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs))
+    try:
+        return await asyncio.shield(running)
+    except asyncio.CancelledError:
+        while not running.done():
+            try:
+                await asyncio.wait({running})
+            except asyncio.CancelledError:
+                continue  # cancelled again: the thread still runs, still wait for it
+        raise
 
 
 class AgnoMemoryStore:
@@ -73,18 +95,18 @@ class AgnoMemoryStore:
     async def append_message(self, user_id: str, role: str, content: str) -> None:
         role, _ = check_append(role, None)
         memory = UserMemory(memory=content, topics=[role])
-        memory_id = await asyncio.to_thread(self.manager.add_user_memory, memory, user_id)
+        memory_id = await in_thread(self.manager.add_user_memory, memory, user_id)
         if not memory_id:  # the documented failure value: "Returns: str: The id of the memory"
             raise RuntimeError(f"agno's add_user_memory returned {memory_id!r}")
 
     async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
         limit = clamp("limit", limit)
-        found = await asyncio.to_thread(self.manager.search_user_memories, limit=limit,
-                                        retrieval_method="last_n", user_id=user_id)
+        found = await in_thread(self.manager.search_user_memories, limit=limit,
+                                retrieval_method="last_n", user_id=user_id)
         return [{"role": (m.topics or ["?"])[0], "content": m.memory} for m in found]
 
     async def forget(self, user_id: str) -> None:
-        await asyncio.to_thread(self.manager.clear_user_memories, user_id)
+        await in_thread(self.manager.clear_user_memories, user_id)
 
     async def aclose(self) -> None:
         engine = getattr(self.db, "db_engine", None)
