@@ -346,3 +346,62 @@ def test_probes_read_the_entries_an_interface_mapping_returns() -> None:
     assert dropped is not None and dropped.startswith("append_message('ann', 'system', ...)")
     assert asyncio.run(system_dropped(store_factory(mem0, Mem0Shaped))) is None
     assert asyncio.run(trimmed_user_id(store_factory(mem0, Mem0Shaped))) is None
+
+
+# Shortened from the autogen-redis audit (issue 48): a concurrency failure whose anomalies are
+# G1 losses, after which the suite adds the calls that blocked the event loop meanwhile.
+BLOCKED_LOOP = (
+    "G1 durability: 'p4 n12 iris nectar' was acknowledged, then read 596 (limit 1) does not "
+    "return it, though it is missing and the read is whole (no summary, fewer entries than "
+    "its limit)\n     237 p4   invoke append  'q_anna' ('system', 'p4 n12 iris nectar', None)\n"
+    "(meanwhile, append_message('q_ann', 'tool', 'p0 n68') blocked the event loop for 60.5 s: "
+    "a synchronous call inside an async method (nothing else runs meanwhile, no timeout "
+    "fires: a call that blocks the loop cannot be bounded by its timeout))\n")
+
+
+def test_a_blocked_event_loop_after_another_failure_is_a_g12_violation_of_its_own() -> None:
+    """The anomalies of a concurrency failure do not carry the sentence: it is read from the
+    full text, classified under G12, and not glued to the block before it."""
+    anomaly = BLOCKED_LOOP.partition("(meanwhile")[0].strip()
+    report = _report(("test_partial_failures_on_each_engine", BLOCKED_LOOP))
+    report["tests"][0]["anomalies"] = [anomaly]
+    found = findings_of("autogen-redis", report)
+    assert found.keys == ["autogen-redis-blocks-event-loop", "autogen-redis-clear-prefix"]
+    assert found.broken["autogen-redis-blocks-event-loop"] == {"G12"}
+    assert found.broken["autogen-redis-clear-prefix"] == {"G1"}
+    without = findings_of("autogen-redis", _report(("test_x", BLOCKED_LOOP)))
+    assert without.broken["autogen-redis-clear-prefix"] == {"G1"}
+
+
+def test_agno_losses_are_told_from_agno_order() -> None:
+    """A miss in a read its limit cut is the order cause; in a whole read, a lost write."""
+    cut = ("G1 durability: 'p1 n15' was acknowledged, then read 406 (limit 6) does not return "
+           "it, though it is newer than the oldest message it returns")
+    whole = cut + " and the read is whole (no summary, fewer entries than its limit)"
+    nul = ("G1 durability: content #4 'a\\x00b': acknowledged appends are not live (and no "
+           "summary is live that could cover them): ['a\\x00b']")
+    assert classify("agno-postgres", cut) == ["agno-postgres-last-n-order"]
+    assert classify("agno-postgres", whole) == ["agno-acks-failed-write"]
+    assert classify("agno-postgres", nul) == ["agno-acks-failed-write"]
+
+
+def test_the_audits_take_their_engines_from_the_suites_session() -> None:
+    """Inside a suite run an audit's store must get the session's URL (the one the
+    partial-failure test routes through its fault proxy), not a provider of its own: since
+    the session moved to nomnesia.adapters.engines.session, looking for
+    nomnesia.suite.engines in sys.modules found nothing, and no audit was faulted."""
+    from nomnesia.adapters.ecosystem import _engines
+    from nomnesia.adapters.engines.session import EngineSession, install
+
+    class Fake:
+        def url(self, engine: str) -> str:
+            return f"fake://{engine}"
+
+        def close(self) -> None:
+            return None
+
+    uninstall = install(EngineSession(Fake))
+    try:
+        assert _engines.url("postgres") == "fake://postgres"
+    finally:
+        uninstall()

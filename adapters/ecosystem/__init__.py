@@ -129,4 +129,14 @@ AUDITS: dict[str, Audit] = {a.name: a for a in (
           ("agent-framework-redis", "agent-framework-core", "redis"),
           "Microsoft Agent Framework RedisHistoryProvider", "--agent-framework-history",
           requires=("agent-framework-redis>=1.0.0b261022",)),
+    # --- issue 48: two more libraries, behind --store adapters of this package ---------
+    Audit("agno-sqlite", f"{_P}.agno_memory:sqlite_factory", ("agno", "sqlalchemy"),
+          "agno MemoryManager on SqliteDb"),
+    Audit("agno-postgres", f"{_P}.agno_memory:postgres_factory",
+          ("agno", "sqlalchemy", "psycopg"), "agno MemoryManager on PostgresDb (psycopg)"),
+    Audit("autogen-redis", f"{_P}.autogen_memory:redis_factory",
+          ("autogen-ext", "autogen-core", "redisvl", "redis"),
+          "AutoGen RedisMemory (sequential) on Redis with RediSearch"),
+    Audit("autogen-list", f"{_P}.autogen_memory:list_factory", ("autogen-core",),
+          "AutoGen ListMemory"),
 )}

@@ -12,7 +12,6 @@ suite run, ``url`` now takes the suite's engines (see there).
 from __future__ import annotations
 
 import atexit
-import sys
 import tempfile
 import threading
 import uuid
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from nomnesia.adapters.engines import Provider, get_provider
+from nomnesia.adapters.engines.session import active_session
 
 __all__ = ["Generation", "Open", "asyncpg_engine", "asyncpg_url", "drop_tables", "namespace",
            "remove_sqlite", "sqlite_path", "url"]
@@ -55,16 +55,16 @@ def url(engine: str) -> str:
 
     Inside a pytest run with the nomnesia plugin, the audits take their engines from the
     suite's engine session, as any user's factory does (``nomnesia.suite.engine_url``), so
-    the suite's partial-failure tests can fault them (docs/faults.md). It is looked up in
-    ``sys.modules``, not imported: an adapter may import only the suite's contract layer
-    (docs/architecture.md), and outside such a run this module's own provider serves.
+    the suite's partial-failure tests can fault them (docs/faults.md). The session is asked
+    for where it lives, ``nomnesia.adapters.engines.session`` (this layer's own): the
+    plugin installs it there without importing ``nomnesia.suite.engines``, so looking that
+    module up in ``sys.modules`` found nothing and every audit's engines went unfaulted
+    (the partial-failure test said "not applicable: the store got no engine from the
+    suite"). Outside such a run this module's own provider serves.
     """
-    suite_engines = sys.modules.get("nomnesia.suite.engines")
-    if suite_engines is not None:
-        try:
-            return str(suite_engines.engine_url(engine))
-        except RuntimeError:  # loaded, but no session installed: not inside a suite run
-            pass
+    session = active_session()
+    if session is not None:
+        return session.url(engine)
     return provider().url(engine)
 
 

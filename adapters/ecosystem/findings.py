@@ -103,6 +103,26 @@ def failure_parts(text: str) -> list[tuple[str, str]]:
     return parts
 
 
+_MEANWHILE = re.compile(r"^\(meanwhile, (.*\bblocked the event loop\b.*)\)\s*$", re.M)
+"""The sentence the suite appends to a failure when a store call also blocked the event loop
+(``nomnesia.suite.core.loop``: the failure's own guarantee leads, the block follows)."""
+
+
+def _blocked_loop(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """``text`` without its "(meanwhile, ... blocked the event loop ...)" sentence, and that
+    sentence as a G12 violation of its own.
+
+    A concurrency failure is classified from its anomalies, which do not carry the sentence,
+    and any other failure would glue it to its last block: either way a blocked loop (SPEC
+    G12) would go unseen or be counted under another guarantee.
+    """
+    found = _MEANWHILE.search(text)
+    if found is None:
+        return text, []
+    rest = text[: found.start()] + text[found.end():]
+    return rest, [("G12", f"{Guarantee.ERRORS}: {found.group(1)}")]
+
+
 def findings_of(audit: str, report: Mapping[str, Any], texts: Mapping[str, str] | None = None,
                 probes: Mapping[str, str | None] | None = None) -> Findings:
     """Classify every violation of every failing test of one suite report; add the probes.
@@ -124,7 +144,9 @@ def findings_of(audit: str, report: Mapping[str, Any], texts: Mapping[str, str] 
         # A concurrency failure prints its first anomalies (--nomnesia-anomalies); the JSON
         # keeps every one, each a block headed by its guarantee: classify them all.
         anomalies = [str(a) for a in test.get("anomalies", ())]
+        text, blocked = _blocked_loop(text)
         parts = failure_parts("\n\n".join(anomalies)) if anomalies else failure_parts(text)
+        parts += blocked
         for column, part in parts or [("", text)]:
             keys = classify(audit, part) or [f"unclassified:{tid}"]
             for key in keys:

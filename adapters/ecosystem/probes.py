@@ -158,6 +158,27 @@ async def repeated_turn_dropped(open_store: Opener) -> str | None:
     return None
 
 
+async def foreign_memory_id(open_store: Opener) -> str | None:
+    """agno: a write for bob carrying ann's memory id, made on the adapter's own manager.
+
+    The adapter never passes a memory id (SPEC's message ids are per user), so no suite
+    call can; the probe makes the one call a caller with a reused id would, through agno's
+    public ``add_user_memory``, on the store the suite opened.
+    """
+    from agno.db.schemas.memory import UserMemory  # function-level: agno is an optional extra
+
+    async with open_store() as s:
+        add = s.manager.add_user_memory
+        ann_id = await asyncio.to_thread(add, UserMemory(memory="ann's note"), "ann")
+        await asyncio.to_thread(add, UserMemory(memory="bob's note", memory_id=ann_id), "bob")
+        ann = [_content(e) for e in await s.get_history("ann", 10)]
+        bob = [_content(e) for e in await s.get_history("bob", 10)]
+    if "ann's note" not in ann:
+        return (f"after bob's add_user_memory with ann's memory id, get_history('ann') is "
+                f"{ann!r} and get_history('bob') is {bob!r}")
+    return None
+
+
 HUGE = {"2**31": 2**31, "2**63-1": 2**63 - 1, "2**64": 2**64, "10**30": 10**30}
 """The suite's huge ``limit``/``k`` values (``nomnesia.suite.test_limits.HUGE``)."""
 
@@ -211,7 +232,7 @@ async def huge_limits(open_store: Opener) -> str | None:
 PROBES: dict[str, Probe] = {p.__name__: p for p in (
     wildcard_forget, wildcard_read, trimmed_user_id, whitespace_user_id, system_dropped,
     history_keeps_forgotten, coerced_user_id, dot_in_user_id, nul_content, nul_poisons,
-    threads_local_qdrant, huge_limits, repeated_turn_dropped)}
+    threads_local_qdrant, huge_limits, repeated_turn_dropped, foreign_memory_id)}
 
 
 async def run_probes(audit: str, open_store: Opener) -> dict[str, str | None]:
