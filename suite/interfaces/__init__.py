@@ -91,6 +91,13 @@ INTERFACES: tuple[Interface, ...] = (
               "RedisHistoryProvider ...)",
               "agent_framework:InMemoryHistoryProvider", "agent_framework", "agent_framework",
               "agent-framework-core"),
+    Interface("--adk-memory", "nomnesia_adk_memory",
+              "a Google ADK BaseMemoryService (InMemoryMemoryService, SqliteMemoryService ...)",
+              "google.adk.memory:InMemoryMemoryService", "adk_memory", "google.adk",
+              "google-adk"),
+    Interface("--agno-db", "nomnesia_agno_db",
+              "an agno BaseDb or AsyncBaseDb (SqliteDb, PostgresDb, InMemoryDb ...)",
+              "agno.db.in_memory:InMemoryDb", "agno", "agno.db", "agno"),
 )
 
 
