@@ -8,7 +8,7 @@ per-user delete, which SPEC's profiles need; what maps to what:
 - app ``nomnesia``, session id ``memory`` for every user (memories are scoped by
   ``(app_name, user_id)``, as ADK scopes them);
 - ``append_message(u, role, content)`` is ``add_events_to_memory`` of one event: its
-  ``author`` is the role, its content two text parts, the message and :data:`MARKER`
+  ``author`` is the role, its content two text parts, :data:`MARKER` and the message
   (``role`` ``user`` for a user's message, ``model`` otherwise, ADK content's two roles);
 - ``get_history(u, limit)`` is ``search_memory(query=MARKER)``: every memory the mapping
   wrote carries the marker word, so the one search the interface has finds them all,
@@ -20,7 +20,8 @@ per-user delete, which SPEC's profiles need; what maps to what:
   service's cap, the read may be short, and :class:`ReadCapped` says so instead of a
   history the suite would judge (the mapping does not guess past the interface);
 - ``search(u, query, k)`` is ``search_memory(query=query)``, the first ``k`` memories in
-  the service's order (ADK's search takes no ``k``);
+  the service's order (ADK's search takes no ``k``, so the mapping checks it, as it does
+  SPEC's own vocabulary);
 - ``forget(u)`` is ``add_session_to_memory`` of the user's session, ``memory``, made of
   the events a marker search finds followed by a rewind of them all
   (``EventActions(rewind_before_invocation_id=...)``): ADK's own way to take content
@@ -28,7 +29,7 @@ per-user delete, which SPEC's profiles need; what maps to what:
   events and ``InMemoryMemoryService`` by replacing the session's events with the live
   ones (none). ``delete_memory`` would be the other way, but ``SqliteMemoryService``
   does not implement it;
-- a memory is read back as its ``author`` and the text of its first part (the message).
+- a memory is read back as its ``author`` and the text of its second part (the message).
 
 ``add_events_to_memory`` takes a list of events, so the interface faults apply: a batch
 one event of which cannot be stored must store none of them.
@@ -74,7 +75,7 @@ def _cap(service: Any) -> int | None:
 
 def _entry(memory: Any) -> dict[str, str]:
     parts = memory.content.parts if memory.content and memory.content.parts else []
-    return {"role": str(memory.author), "content": text_of(parts[:1])}
+    return {"role": str(memory.author), "content": text_of(parts[1:2])}
 
 
 def _event_id(memory: Any) -> str:
@@ -86,9 +87,9 @@ def _event_id(memory: Any) -> str:
 
 
 def _is_ours(memory: Any) -> bool:
-    """A memory the mapping wrote: its last part is the marker."""
+    """A memory the mapping wrote: its first part is the marker."""
     parts = memory.content.parts if memory.content and memory.content.parts else []
-    return len(parts) >= 2 and parts[-1].text == MARKER
+    return len(parts) >= 2 and parts[0].text == MARKER
 
 
 class AdkMemory(Mapped):
@@ -102,10 +103,12 @@ class AdkMemory(Mapped):
         from google.genai import types
 
         role = contract_role(role)
-        parts = [types.Part(text=content), types.Part(text=MARKER)]
-        if poison is not None:  # a part ADK keeps as JSON, between the message and the marker
+        # The marker first: SqliteMemoryService truncates an event's search text (to
+        # max_event_bytes), and a marker after a long message would be cut off.
+        parts = [types.Part(text=MARKER), types.Part(text=content)]
+        if poison is not None:  # a part ADK keeps as JSON, after the message
             call = types.FunctionCall(name="nomnesia", args={"value": poison})
-            parts.insert(1, types.Part(function_call=call))
+            parts.append(types.Part(function_call=call))
         return Event(author=role, invocation_id=Event.new_id(), content=types.Content(
             role="user" if role == "user" else "model", parts=parts))
 
@@ -134,6 +137,7 @@ class AdkMemory(Mapped):
         return [_entry(m) for m in ours[-limit:]] if limit else []
 
     async def search(self, user_id: str, query: str, k: int = 5) -> list[dict[str, str]]:
+        k = validate_limit("k", k)  # ADK's search takes no k: the slice is ours
         service = await self._object()
         found = await service.search_memory(app_name=APP, user_id=user_id, query=query)
         return [_entry(m) for m in found.memories[:k] if _is_ours(m)]
