@@ -23,8 +23,9 @@ What maps to what:
   context, so the slice is the mapping's);
 - ``forget(u)`` is ``delete_session(u, user_id=u)``, which deletes the session's runs too.
 
-A sync ``BaseDb``'s calls run in a worker thread (``asyncio.to_thread``); an
-``AsyncBaseDb``'s are awaited.
+A sync ``BaseDb``'s calls run in a worker thread (``asyncio.to_thread``), each awaited
+to its end when cancelled (a cancel reaches it between calls, as on agno's ``Agent``,
+which calls a sync database on the event loop); an ``AsyncBaseDb``'s are awaited.
 
 A run of several messages is one ``upsert_run``, so the interface faults apply: a run
 one message of which cannot be stored must store none of them.
@@ -39,7 +40,7 @@ import asyncio
 import inspect
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -50,6 +51,30 @@ from ._poison import PoisonedCall, Unserializable, describe_batch
 __all__ = ["AGENT", "AgnoSessions", "open_store"]
 
 AGENT = "nomnesia"
+
+
+async def _whole(call: Awaitable[Any]) -> Any:
+    """``call`` (a sync method in a worker thread), awaited to its end even when cancelled,
+    and the cancel raised after it.
+
+    A sync call cannot be stopped: cancelled under ``to_thread``, the await would end while
+    the call wrote on, and the suite would take a write the library made in full for one
+    that landed after the cancel. agno's own ``Agent`` calls a sync ``BaseDb`` on the event
+    loop, so a cancel reaches it between calls: waiting for the thread does the same.
+    """
+    task = asyncio.ensure_future(call)
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            cancelled = True
+            continue
+        if cancelled:
+            raise asyncio.CancelledError
+        return result
 
 
 class AgnoSessions(Mapped):
@@ -64,7 +89,7 @@ class AgnoSessions(Mapped):
         method = getattr(db, name)
         if inspect.iscoroutinefunction(method):
             return await method(*args, **kwargs)
-        return await asyncio.to_thread(method, *args, **kwargs)
+        return await _whole(asyncio.to_thread(method, *args, **kwargs))
 
     async def _session(self, user_id: str) -> Any:
         from agno.db.base import SessionType
