@@ -250,8 +250,8 @@ async def agent_framework_redis() -> AsyncIterator[Any]:
 # --------------------------------------------------------------------------- ADK memory, agno
 # (issue 46: a block of its own, so that other options' factories merge beside it)
 
-__all__ += ["ADK_MEMORY_MAX_RESULTS", "adk_memory", "adk_memory_sqlite", "agno_postgres",
-            "agno_sqlite"]
+__all__ += ["ADK_MEMORY_MAX_RESULTS", "adk_memory", "adk_memory_sqlite",
+            "adk_memory_sqlite_memory", "agno_postgres", "agno_sqlite"]
 
 ADK_MEMORY_MAX_RESULTS = 100_000
 """``SqliteMemoryService``'s cap of results per search, set above any user's memories:
@@ -264,6 +264,20 @@ def adk_memory() -> Any:
     from google.adk.memory import InMemoryMemoryService
 
     return InMemoryMemoryService()
+
+
+@asynccontextmanager
+async def adk_memory_sqlite_memory() -> AsyncIterator[Any]:
+    """``--adk-memory``: ADK's ``SqliteMemoryService`` on an in-memory database (one
+    connection, closed with the store): in memory, with a search whose cap can be raised,
+    so every user's memories can be read."""
+    from google.adk.memory import SqliteMemoryService
+
+    service = SqliteMemoryService(":memory:", max_results=ADK_MEMORY_MAX_RESULTS)
+    try:
+        yield service
+    finally:
+        await service.close()
 
 
 @asynccontextmanager
