@@ -158,3 +158,24 @@ def test_agno_sync_db_cancelled_between_calls(pytester: pytest.Pytester) -> None
     assert not _findings_only(result)
     passed, _, _ = result.listoutcomes()
     assert len(passed) >= 3, [r.nodeid for r in passed]
+
+
+def test_agno_async_db_is_awaited(tmp_path: Any) -> None:
+    """An ``AsyncBaseDb`` (``AsyncSqliteDb``, whose methods are coroutines) is driven too:
+    it reads back what was appended, the newest ``limit`` in order, and forgets."""
+    from agno.db.sqlite import AsyncSqliteDb
+
+    from nomnesia.suite.interfaces import agno
+
+    async def body() -> tuple[Any, ...]:
+        async with agno.open_store(lambda: AsyncSqliteDb(db_file=str(tmp_path / "a.db"))
+                                   ) as store:
+            for i in range(4):
+                await store.append_message("ann", "user" if i % 2 else "assistant", f"m{i}")
+            newest = await store.get_history("ann", 2)
+            await store.forget("ann")
+            return newest, await store.get_history("ann")
+
+    newest, after = asyncio.run(body())
+    assert newest == [{"role": "assistant", "content": "m2"}, {"role": "user", "content": "m3"}]
+    assert after == []
