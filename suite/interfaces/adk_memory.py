@@ -15,8 +15,8 @@ per-user delete, which SPEC's profiles need; what maps to what:
   up to the service's own cap of results per search (``InMemoryMemoryService``: 10;
   ``SqliteMemoryService(max_results=...)``: configurable, hence the factories in
   ``nomnesia.suite.examples`` set it). The memories are put in the order of their
-  ``timestamp`` (the event's, which ADK returns as ISO text; ties by memory id) and the
-  newest ``limit`` are returned. Where the search returns as many memories as the
+  ``timestamp`` (the event's, which ADK returns as ISO text; ties in the service's own
+  order: its row number, or the search's order) and the newest ``limit`` are returned. Where the search returns as many memories as the
   service's cap, the read may be short, and :class:`ReadCapped` says so instead of a
   history the suite would judge (the mapping does not guess past the interface);
 - ``search(u, query, k)`` is ``search_memory(query=query)``, the first ``k`` memories in
@@ -44,6 +44,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 from ..contract.validation import validate_limit
@@ -84,6 +85,19 @@ def _event_id(memory: Any) -> str:
     uses it as the memory id."""
     meta = memory.custom_metadata or {}
     return str(meta.get("event_id") or memory.id)
+
+
+def _when(memory: Any, place: int) -> tuple[datetime | str, int]:
+    """A memory's place in time: its ``timestamp`` parsed (ADK writes it without the
+    microseconds when they are 0, so strings alone do not order it); ties by
+    ``SqliteMemoryService``'s row number, else by the search's own order
+    (``InMemoryMemoryService`` keeps insertion order among equal matches)."""
+    try:
+        when: datetime | str = datetime.fromisoformat(str(memory.timestamp))
+    except ValueError:
+        when = str(memory.timestamp)
+    tie = int(memory.id) if str(memory.id).isdigit() else place
+    return when, tie
 
 
 def _is_ours(memory: Any) -> bool:
@@ -132,9 +146,9 @@ class AdkMemory(Mapped):
                 f"{type(service).__name__}.search_memory returned {len(found.memories)} "
                 f"memories, its cap per search: ADK's memory has no read of a user's "
                 f"memories, so a history longer than that cannot be read through it")
-        ours = [m for m in found.memories if _is_ours(m)]
-        ours.sort(key=lambda m: (str(m.timestamp), str(m.id)))
-        return [_entry(m) for m in ours[-limit:]] if limit else []
+        ours = [(_when(m, place), m) for place, m in enumerate(found.memories) if _is_ours(m)]
+        ours.sort(key=lambda pair: pair[0])
+        return [_entry(m) for _, m in ours[-limit:]] if limit else []
 
     async def search(self, user_id: str, query: str, k: int = 5) -> list[dict[str, str]]:
         k = validate_limit("k", k)  # ADK's search takes no k: the slice is ours
