@@ -322,3 +322,66 @@ async def checkpointer_redis() -> AsyncIterator[Any]:
 
     async with AsyncRedisSaver.from_conn_string(engine_url("redis-search")) as saver:
         yield saver
+# --------------------------------------------------------------------------- ADK memory, agno
+# (issue 46: a block of its own, so that other options' factories merge beside it)
+
+__all__ += ["ADK_MEMORY_MAX_RESULTS", "adk_memory", "adk_memory_sqlite",
+            "adk_memory_sqlite_memory", "agno_postgres", "agno_sqlite"]
+
+ADK_MEMORY_MAX_RESULTS = 100_000
+"""``SqliteMemoryService``'s cap of results per search, set above any user's memories:
+``--adk-memory`` reads a user's memories through one search (ADK's memory has no list)."""
+
+
+def adk_memory() -> Any:
+    """``--adk-memory``: ADK's ``InMemoryMemoryService`` (keyword search, at most 10 results
+    per search: a history over 10 memories cannot be read through it)."""
+    from google.adk.memory import InMemoryMemoryService
+
+    return InMemoryMemoryService()
+
+
+@asynccontextmanager
+async def adk_memory_sqlite_memory() -> AsyncIterator[Any]:
+    """``--adk-memory``: ADK's ``SqliteMemoryService`` on an in-memory database (one
+    connection, closed with the store): in memory, with a search whose cap can be raised,
+    so every user's memories can be read."""
+    from google.adk.memory import SqliteMemoryService
+
+    service = SqliteMemoryService(":memory:", max_results=ADK_MEMORY_MAX_RESULTS)
+    try:
+        yield service
+    finally:
+        await service.close()
+
+
+@asynccontextmanager
+async def adk_memory_sqlite() -> AsyncIterator[Any]:
+    """``--adk-memory``: ADK's ``SqliteMemoryService`` (FTS5 search) on a file in a temporary
+    directory, removed with the store. ADK has no PostgreSQL memory service (its others
+    need MongoDB, Firestore or Vertex AI)."""
+    from google.adk.memory import SqliteMemoryService
+
+    where = Path(tempfile.mkdtemp(prefix="nomnesia-adk-memory-"))
+    service = SqliteMemoryService(where / "memory.db", max_results=ADK_MEMORY_MAX_RESULTS)
+    try:
+        yield service
+    finally:
+        await service.close()
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def agno_sqlite() -> Any:
+    """``--agno-db``: agno's ``SqliteDb`` on a file in a temporary directory (agno makes its
+    tables on first use)."""
+    from agno.db.sqlite import SqliteDb
+
+    where = Path(tempfile.mkdtemp(prefix="nomnesia-agno-"))
+    return SqliteDb(db_file=str(where / "agno.db"))
+
+
+def agno_postgres() -> Any:
+    """``--agno-db``: agno's ``PostgresDb`` on the suite's PostgreSQL (psycopg 3)."""
+    from agno.db.postgres import PostgresDb
+
+    return PostgresDb(db_url="postgresql+psycopg://" + engine_url("postgres").split("://", 1)[1])

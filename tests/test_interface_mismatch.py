@@ -29,7 +29,8 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")  # read at mem0's import; offli
 # cannot be imported twice in one process, and an in-process run would import it anew.
 for _library in ("numpy", "llama_index.core", "langgraph.store.memory", "agents",
                  "google.adk.sessions", "langchain_core.chat_history", "mem0",
-                 "agent_framework", "langgraph.checkpoint.memory"):
+                 "agent_framework", "langgraph.checkpoint.memory",
+                 "google.adk.memory", "agno.db.in_memory"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_library)
 
@@ -98,6 +99,22 @@ OBJECTS = {"--langchain-history": "langchain_history", "--langgraph-store": "lan
            "--adk-sessions": "adk_sessions", "--mem0-memory": "mem0_memory",
            "--agent-framework-history": "agent_framework_history",
            "--langgraph-checkpointer": "langgraph_checkpointer"}
+
+
+
+def adk_memory() -> Any:
+    from google.adk.memory import InMemoryMemoryService
+
+    return InMemoryMemoryService()
+
+
+def agno_db() -> Any:
+    from agno.db.in_memory import InMemoryDb
+
+    return InMemoryDb()
+
+
+OBJECTS.update({"--adk-memory": "adk_memory", "--agno-db": "agno_db"})  # issue 46
 OPTIONS = [i.option for i in INTERFACES]
 assert set(OBJECTS) == set(OPTIONS), "every option's mismatch is proven here"
 

@@ -220,6 +220,7 @@ def test_json_matrix_and_html_say_not_applicable(pytester: pytest.Pytester,
 README = Path(__file__).resolve().parents[1] / "README.md"
 COMMAND = re.compile(r"^python -m pytest --pyargs nomnesia\.suite (--[a-z0-9-]+) (\S+)", re.M)
 PROFILE_OF = {"--langgraph-store": "history", "--mem0-memory": "memory"}
+PROFILE_OF["--adk-memory"] = "memory"  # issue 46
 """The profile each README command reaches where it is not ``history`` (LangGraph's
 ``InMemoryStore`` has no index: history)."""
 ENGINE_NEEDS = {
@@ -233,6 +234,9 @@ ENGINE_NEEDS = {
     "checkpointer_postgres": ("langgraph.checkpoint.postgres", "psycopg"),
     "checkpointer_postgres_pool": ("langgraph.checkpoint.postgres", "psycopg_pool"),
     "checkpointer_redis": ("langgraph.checkpoint.redis", "redis"),
+    "adk_memory_sqlite": ("aiosqlite",),  # ADK has no memory service on a server here
+    "agno_postgres": ("sqlalchemy", "psycopg"),
+    "agno_sqlite": ("sqlalchemy",),
 }
 """What each real-engine command's ``pip install`` line adds to the interfaces extra."""
 

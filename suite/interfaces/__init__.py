@@ -100,6 +100,13 @@ INTERFACES: tuple[Interface, ...] = (
               "manager of one), driven through a compiled MessagesState graph, a thread per user",
               "langgraph.checkpoint.memory:InMemorySaver", "langgraph_checkpointer",
               "langgraph.checkpoint", "langgraph"),
+    Interface("--adk-memory", "nomnesia_adk_memory",
+              "a Google ADK BaseMemoryService (InMemoryMemoryService, SqliteMemoryService ...)",
+              "google.adk.memory:InMemoryMemoryService", "adk_memory", "google.adk",
+              "google-adk"),
+    Interface("--agno-db", "nomnesia_agno_db",
+              "an agno BaseDb or AsyncBaseDb (SqliteDb, PostgresDb, InMemoryDb ...)",
+              "agno.db.in_memory:InMemoryDb", "agno", "agno.db", "agno"),
 )
 
 
