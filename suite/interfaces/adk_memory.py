@@ -16,9 +16,10 @@ per-user delete, which SPEC's profiles need; what maps to what:
   ``SqliteMemoryService(max_results=...)``: configurable, hence the factories in
   ``nomnesia.suite.examples`` set it). The memories are put in the order of their
   ``timestamp`` (the event's, which ADK returns as ISO text; ties in the service's own
-  order: its row number, or the search's order) and the newest ``limit`` are returned. Where the search returns as many memories as the
-  service's cap, the read may be short, and :class:`ReadCapped` says so instead of a
-  history the suite would judge (the mapping does not guess past the interface);
+  order: its row number, or the search's order) and the newest ``limit`` are returned.
+  Where the search returns as many memories as the service's cap, the read may be short,
+  and :class:`ReadCapped` says so instead of a history the suite would judge (the mapping
+  does not guess past the interface);
 - ``search(u, query, k)`` is ``search_memory(query=query)``, the first ``k`` memories in
   the service's order (ADK's search takes no ``k``, so the mapping checks it, as it does
   SPEC's own vocabulary);
