@@ -72,8 +72,11 @@ def test_a_round_whose_faults_hit_nothing_is_named_not_exercised(
                                 "--nomnesia-op-timeout", "1", "--nomnesia-seed", "20261207")
     text = result.stdout.str()
     assert "nomnesia: not exercised" in text, text[-3000:]
-    assert re.search(r"test_partial_failures_on_each_engine: faults on redis: \S+ on redis "
-                     r"hit nothing within 1 s \(--nomnesia-op-timeout\)", text), text[-3000:]
+    # Which sentence depends on whether the load (fast, from memory) ended before the
+    # held-on fault's bound: either way the round is named, and the test never passes.
+    assert re.search(r"test_partial_failures_on_each_engine: faults on redis: (\S+ on redis "
+                     r"hit nothing within 1 s \(--nomnesia-op-timeout\)|no fault hit a call)",
+                     text), text[-3000:]
     result.assert_outcomes(skipped=1)
 
 
