@@ -308,7 +308,7 @@ async def checkpointer_postgres_pool() -> AsyncIterator[Any]:
     settings = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
     async with AsyncConnectionPool(engine_url("postgres"), min_size=1, max_size=4,
                                    kwargs=settings, open=False) as pool:
-        saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+        saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type,unused-ignore]
         await saver.setup()
         yield saver
 
