@@ -39,6 +39,11 @@ replace (``set_messages``, which stamps its messages itself); a message appended
 either reads last. The suite's own appends are one message per call, so only this step
 makes the inputs behind openai-agents-python #1900 (``ORDER BY created_at`` alone) and
 run-llama/llama_index#19389 (a replace stamped into the seconds ahead).
+
+Where the interface pops (the Agents SDK's ``pop_item``: a mapping's ``pop_item(user)``),
+``_POPS`` concurrent pops of a session of ``_POPS`` items must return each item once (G2),
+leave the session empty, and raise nothing (G12): a pop that selects and then deletes
+hands one item to two callers (openai-agents-python #4205).
 """
 
 from __future__ import annotations
@@ -71,6 +76,8 @@ __all__ = ["TestInterfaceFaults"]
 _BATCH = 5
 _POISONED = 2
 """The middle item: a batch written item by item has stored the ones before it."""
+_POPS = 6
+"""Items in the session, and pops made at once."""
 _LIMIT = 1000
 """Reads ask for more than the test ever writes for a user: the whole history."""
 
@@ -297,6 +304,54 @@ class TestInterfaceFaults(StoreTests):
             detail = "\n".join([head] + [f"also {g}: {text}" for g, text in rest])
             raise GuaranteeViolation(guarantee, detail, s.log, user=user)
 
+
+    @pytest.mark.guarantee(G2, G1, G12)
+    @suite_test
+    async def test_concurrent_pops_return_each_item_once(self, store: StoreFactory) -> None:
+        """``_POPS`` pops at once of a session holding ``_POPS`` items.
+
+        Troubleshooting: an item returned twice is a pop that reads the newest row and
+        deletes it in two statements: claim it in one (``DELETE ... RETURNING``, or a row
+        lock), and return only what this call deleted.
+        """
+        token = secrets.token_hex(4)  # ids unique per test and run (SPEC.md)
+        user = f"po{token}:ann"
+        async with opened(store, raw=True) as raw:
+            pop = getattr(raw, "pop_item", None)
+            if not callable(pop):
+                pytest.skip(f"{NOT_APPLICABLE}: {type(raw).__name__} maps no pop (SPEC.md has "
+                            "none; an interface that pops, such as the Agents SDK's "
+                            f"pop_item, is checked here), so there is nothing to pop; it "
+                            f"would judge {G2}")
+            s = LoggedStore(view_of(raw, resolved_of(raw)))
+            items = [(("user", "assistant")[i % 2], f"{token} item {i}") for i in range(_POPS)]
+            for role, content in items:
+                await s.append_message(user, role, content)
+            s.log.note(f"{_POPS} pop_item() calls at once: ...", user)
+            ends = await asyncio.gather(*(_bounded(pop(user)) for _ in range(_POPS)))
+            popped = [_pairs([value])[0] for kind, value in ends if kind == "ok" and value]
+            s.log.note(f"... returned {_shown(popped)}", user)
+            left = _pairs(await raw.get_history(user, _LIMIT))
+        problems: list[tuple[Guarantee, str]] = []
+        twice = sorted(item for item, n in Counter(popped).items() if n > 1)
+        if twice:
+            problems.append((G2, f"{_POPS} concurrent pop_item() calls returned "
+                                 f"{short_repr([c for _, c in twice], 160)} more than once "
+                                 f"(each item is popped once): popped {_shown(popped)}"))
+        failed = [f"{kind}" + (f" {_said(value)}" if kind == "raised" else "")
+                  for kind, value in ends if kind != "ok"]
+        if failed:
+            problems.append((G12, f"{len(failed)} of {_POPS} concurrent pop_item() calls "
+                                  f"failed on a healthy store: {'; '.join(failed[:3])}"))
+        lost = [pair for pair in items if pair not in popped and pair not in left]
+        if lost:
+            problems.append((G1, f"after {_POPS} concurrent pop_item() calls, "
+                                 f"{short_repr([c for _, c in lost], 160)} was neither "
+                                 f"returned nor left in the session: {_shown(left)}"))
+        if problems:
+            (guarantee, head), rest = problems[0], problems[1:]
+            detail = "\n".join([head] + [f"also {g}: {text}" for g, text in rest])
+            raise GuaranteeViolation(guarantee, detail, s.log, user=user)
 
 def _in_order(when: str, wanted: list[Pair], got: list[Pair]) -> list[tuple[Guarantee, str]]:
     """The history must be ``wanted``, in that order: the same messages in another order

@@ -46,10 +46,11 @@ def _assert_ran_clean(reprec: pytest.HookRecorder, *, at_least: int) -> None:
     assert len(passed) >= at_least, f"only {len(passed)} passed"
     # Only the failpoint tests (a store declaring none), the nemesis (not asked for), the
     # partial failures (an in-process store has no engine to fault), the poisoned and the
-    # stored batch (no library interface with a batch method), the replication lag (no replicated
+    # stored batch and the pops (no library interface with a batch method or a pop), the
+    # replication lag (no replicated
     # topology from the suite) and the reopen (a factory that takes no namespace) may skip.
     allowed = ("failpoints", "test_nemesis", "test_partial_failures", "test_poisoned_batch",
-               "test_a_stored_batch",
+               "test_a_stored_batch", "test_concurrent_pops",
                "test_reads_under_replication_lag",
                "test_what_one_store_acknowledged_the_next_one_reads")
     assert all(any(a in r.nodeid for a in allowed) for r in skipped), [r.nodeid for r in skipped]

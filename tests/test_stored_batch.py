@@ -1,6 +1,7 @@
-"""The stored-batch step can fail: a batch written in one call and a replace, run through
-``--openai-session`` and ``--llama-chat-store`` as a user would, over fake stores that order
-them wrong in the two ways the trackers show, and over twins that order them right.
+"""The interface steps with valid calls can fail. First the stored batch: a batch written in
+one call and a replace, run through ``--openai-session`` and ``--llama-chat-store`` as a user
+would, over fake stores that order them wrong in the two ways the trackers show, and over
+twins that order them right.
 
 - openai-agents-python #1900: ``SQLAlchemySession`` ordered by ``created_at`` alone, and a
   batch written in one PostgreSQL transaction shares one ``now()``: ``TiedSession`` stamps
@@ -10,14 +11,21 @@ them wrong in the two ways the trackers show, and over twins that order them rig
   a replace's messages ``t, t+1, ...``: ``AheadChatStore`` does the same on a frozen clock,
   ordering by (stamp, id), so an append after a replace sorts before the replace's tail.
 
-Mutant check: with ``test_a_stored_batch_reads_back_in_order_and_before_what_follows``
+Then the pops (openai-agents-python #4205: ``SQLAlchemySession.pop_item`` selected the
+newest row, then deleted it, so two concurrent pops returned one item): ``RacyPopSession``
+awaits between the two, and ``OrderedSession`` claims the item in one step.
+
+Mutant checks: with ``test_a_stored_batch_reads_back_in_order_and_before_what_follows``
 skipping every store (its ``stored_batch`` lookup made to find nothing), both
 ``..._fails_g5`` tests fail; with ``_in_order`` comparing contents as sets (order
-ignored), both fail too.
+ignored), both fail too; with ``test_concurrent_pops_return_each_item_once`` finding no
+item returned twice (``twice`` always empty), ``test_a_pop_that_selects_then_deletes_fails_g2``
+fails.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import itertools
@@ -72,6 +80,20 @@ class OrderedSession(_Session):
     """Ties broken by insertion id (PR #1917's fix)."""
 
 
+class RacyPopSession(_Session):
+    """``pop_item`` reads the newest row, awaits (the DELETE's round trip), then deletes
+    whatever is still there and returns what it read."""
+
+    async def pop_item(self) -> Any:
+        rows = self.ordered()
+        if not rows:
+            return None
+        await asyncio.sleep(0)
+        if rows[-1] in self.rows:
+            self.rows.remove(rows[-1])
+        return rows[-1][2]
+
+
 class TiedSession(_Session):
     """Ordered by the stamp alone; ties come back newest first."""
 
@@ -116,11 +138,11 @@ class AheadChatStore(_ChatStore):
         return [self.NOW + i for i in range(n)]
 
 
-def _run(pytester: pytest.Pytester, suite_args: tuple[str, ...], option: str, factory: str
-         ) -> tuple[int, list[str]]:
-    """The stored-batch test: (passed, failure texts)."""
+def _run(pytester: pytest.Pytester, suite_args: tuple[str, ...], option: str, factory: str,
+         only: tuple[str, ...] = ONLY) -> tuple[int, list[str]]:
+    """The stored-batch test (or ``only``'s): (passed, failure texts)."""
     pytester.syspathinsert(str(Path(__file__).resolve().parent))
-    reprec = pytester.inline_run(*suite_args, *ONLY, option, f"test_stored_batch:{factory}")
+    reprec = pytester.inline_run(*suite_args, *only, option, f"test_stored_batch:{factory}")
     passed, skipped, failed = reprec.listoutcomes()
     assert not skipped, [r.longrepr for r in skipped]
     return len(passed), [r.longreprtext for r in failed]
@@ -158,3 +180,22 @@ def test_a_replace_stamped_with_the_clock_passes(pytester: pytest.Pytester,
                                                  suite_args: tuple[str, ...]) -> None:
     pytest.importorskip("llama_index.core")
     assert _run(pytester, suite_args, "--llama-chat-store", "ClockChatStore") == (1, [])
+
+
+POPS = ("-k", "concurrent_pops")
+
+
+def test_a_pop_that_selects_then_deletes_fails_g2(pytester: pytest.Pytester,
+                                                  suite_args: tuple[str, ...]) -> None:
+    pytest.importorskip("agents")
+    _, failures = _run(pytester, suite_args, "--openai-session", "RacyPopSession", POPS)
+    assert len(failures) == 1, failures
+    (text,) = failures
+    assert text.startswith("G2 exactly once: 6 concurrent pop_item() calls returned "), text[:600]
+    assert "more than once (each item is popped once)" in text, text[:600]
+
+
+def test_a_pop_that_claims_its_item_passes(pytester: pytest.Pytester,
+                                           suite_args: tuple[str, ...]) -> None:
+    pytest.importorskip("agents")
+    assert _run(pytester, suite_args, "--openai-session", "OrderedSession", POPS) == (1, [])

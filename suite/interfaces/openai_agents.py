@@ -14,8 +14,11 @@ What maps to what:
   as given;
 - ``forget(u)`` is ``clear_session()``.
 
-What it cannot see: ``pop_item`` (no counterpart in SPEC.md), item ids, search
-and compaction (``OpenAIResponsesCompactionSession`` compacts on the server).
+``pop_item`` has no counterpart in SPEC.md: the mapping's own ``pop_item(u)`` calls it
+for the interface step that pops concurrently (each item is returned once, G2).
+
+What it cannot see: item ids, search and compaction
+(``OpenAIResponsesCompactionSession`` compacts on the server).
 """
 
 from __future__ import annotations
@@ -60,6 +63,11 @@ class AgentsSession(Mapped):
 
     async def forget(self, user_id: str) -> None:
         await (await self._object(user_id)).clear_session()
+
+    async def pop_item(self, user_id: str) -> dict[str, str] | None:
+        """``pop_item()`` of the user's session: its newest item, removed, or None."""
+        item = await (await self._object(user_id)).pop_item()
+        return None if item is None else _entry(item)
 
     async def stored_batch(self, user_id: str, batch: Sequence[tuple[str, str]]
                            ) -> StoredBatch:
