@@ -76,6 +76,12 @@ __all__ = ["TestInterfaceFaults"]
 _BATCH = 5
 _POISONED = 2
 """The middle item: a batch written item by item has stored the ones before it."""
+_STORED = 12
+"""Items of the stored batch: one agent turn with a few tool calls writes as many. More than
+PostgreSQL sorts by insertion sort (fewer than 7 rows keep tied keys in the order they were
+read, which is insertion order): with 5, ``ORDER BY created_at`` alone on one
+transaction's batch read back in order by accident (openai-agents 0.3.3), with 12 it does
+not."""
 _POPS = 6
 """Items in the session, and pops made at once."""
 _LIMIT = 1000
@@ -280,7 +286,8 @@ class TestInterfaceFaults(StoreTests):
             for i, role in enumerate(("user", "assistant")):
                 await s.append_message(user, role, f"{token} before {i}")
             before = _pairs(await raw.get_history(user, _LIMIT))
-            batch = [(("user", "assistant")[i % 2], f"{token} batch {i}") for i in range(_BATCH)]
+            batch = [(("user", "assistant")[i % 2], f"{token} batch {i}")
+                     for i in range(_STORED)]
             if isinstance(view, KeyedView):
                 view.wrote(content for _, content in batch)
             call = await prepare(user, batch)

@@ -154,9 +154,9 @@ def test_a_batch_sharing_one_stamp_read_out_of_order_fails_g5(
     _, failures = _run(pytester, suite_args, "--openai-session", "TiedSession")
     assert len(failures) == 1, failures
     (text,) = failures
-    assert text.startswith("G5 order: after TiedSession.add_items([5 items]), the history "
+    assert text.startswith("G5 order: after TiedSession.add_items([12 items]), the history "
                            "reads out of order (first at position 3: "), text[:600]
-    assert "expected: (7) [user: " in text, text[:1500]
+    assert "expected: (14) [user: " in text, text[:1500]
 
 
 def test_a_batch_with_a_tie_breaker_passes(pytester: pytest.Pytester,
@@ -171,7 +171,7 @@ def test_an_append_sorted_before_a_replaced_chat_fails_g5(
     _, failures = _run(pytester, suite_args, "--llama-chat-store", "AheadChatStore")
     assert len(failures) == 1, failures
     (text,) = failures
-    assert text.startswith("G5 order: after AheadChatStore.aset_messages(key, [5 messages]) "
+    assert text.startswith("G5 order: after AheadChatStore.aset_messages(key, [12 messages]) "
                            "and one append, the history reads out of order (first at "
                            "position 2: "), text[:600]
 
