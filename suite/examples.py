@@ -171,14 +171,18 @@ def llama_postgres() -> Any:
 async def agents_postgres(session_id: str) -> AsyncIterator[Any]:
     """``--openai-session``: the Agents SDK's ``SQLAlchemySession`` on the suite's
     PostgreSQL (needs ``sqlalchemy`` and ``asyncpg``); its engine is disposed with the
-    session, which has no close of its own."""
+    session, which has no close of its own. The engine is made here and passed to the
+    constructor, the form every release documents (``SQLAlchemySession.engine`` came in
+    0.4; before, the session keeps its engine private), so the factory runs the releases
+    the known-bugs benchmark pins as well."""
     from agents.extensions.memory import SQLAlchemySession
+    from sqlalchemy.ext.asyncio import create_async_engine
 
-    session = SQLAlchemySession.from_url(session_id, url=_asyncpg_url(), create_tables=True)
+    engine = create_async_engine(_asyncpg_url())
     try:
-        yield session
+        yield SQLAlchemySession(session_id, engine=engine, create_tables=True)
     finally:
-        await session.engine.dispose()
+        await engine.dispose()
 
 
 @asynccontextmanager

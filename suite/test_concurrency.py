@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from .base import StoreTests
-from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G11
+from .contract import G1, G2, G3, G4, G5, G6, G7, G8, G9, G11, G12
 from .core.loop import suite_test
 from .core.recorder import StoreFactory
 from .core.settings import settings
@@ -37,10 +37,11 @@ from .core.workload import Mix, Outcome, Workload, resolve_rounds, resolve_seed,
 
 __all__ = ["TestConcurrency"]
 
-_CHECKER_ALL = (G1, G2, G3, G4, G5, G6, G7, G8, G9, G11)
+_CHECKER_ALL = (G1, G2, G3, G4, G5, G6, G7, G8, G9, G11, G12)
 """What the checker judges in a history with every kind of call (appends with retries,
 conflicts and twins, reads, searches, compactions, forgets) over several users, plus
-``consistent_state`` at quiescence (G11)."""
+``consistent_state`` at quiescence (G11), and G12: no fault is injected, so a call that
+raises (other than a refusal) is a failure (``workload.healthy_errors``)."""
 _TIMEOUT = 600.0  # a slow stack at ~1k ops/s needs seconds per round; this is the hang bound
 _Body = Callable[..., Coroutine[Any, Any, None]]
 _concurrent: Callable[[_Body], Callable[..., None]] = suite_test(timeout=_TIMEOUT)
@@ -91,7 +92,7 @@ class TestConcurrency(StoreTests):
         await _judge(store, 4, ops=500)
 
     @pytest.mark.needs("compact")
-    @pytest.mark.guarantee(G1, G2, G3, G4, G5, G6, G7, G9, G11)  # no forget in the mix: no G8
+    @pytest.mark.guarantee(G1, G2, G3, G4, G5, G6, G7, G9, G11, G12)  # no forget: no G8
     @_concurrent
     async def test_concurrent_compactions(self, store: StoreFactory) -> None:
         """Compactions racing appends, reads and each other on two users.

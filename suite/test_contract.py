@@ -419,7 +419,9 @@ class TestContract(StoreTests):
     @pytest.mark.guarantee(G1, G2, G4, G5, G6, G8, G9, G11)
     @suite_test
     async def test_forget_removes_everything(self, store: StoreFactory) -> None:
-        """G8: after forget returns, no method returns anything written for that user before.
+        """G8: after forget returns, no method returns anything written for that user before;
+        and every other user reads exactly as just before the forget (G1, judged against
+        that snapshot, so that an earlier loss cannot hide one the forget causes).
 
         Where the suite handed the store its engines, it also scans every key and row
         of them for the user (``forget_scan.py``): a row left behind fails G8, named.

@@ -31,6 +31,19 @@ guarantee 10 judge it:
 
 A store whose interface has no batch or replace method (ADK's ``append_event``,
 the built-in adapters, a ``--store`` store) is *not applicable*, never passed.
+
+The same methods with every item valid (a mapping's ``stored_batch``) are checked for
+order (G5): a batch the library writes in one call (``add_items`` of several items, one
+transaction that may stamp them all alike) reads back in the order given, and so does a
+replace (``set_messages``, which stamps its messages itself); a message appended after
+either reads last. The suite's own appends are one message per call, so only this step
+makes the inputs behind openai-agents-python #1900 (``ORDER BY created_at`` alone) and
+run-llama/llama_index#19389 (a replace stamped into the seconds ahead).
+
+Where the interface pops (the Agents SDK's ``pop_item``: a mapping's ``pop_item(user)``),
+``_POPS`` concurrent pops of a session of ``_POPS`` items must return each item once (G2),
+leave the session empty, and raise nothing (G12): a pop that selects and then deletes
+hands one item to two callers (openai-agents-python #4205).
 """
 
 from __future__ import annotations
@@ -49,7 +62,7 @@ from typing import Any
 import pytest
 
 from .base import StoreTests
-from .contract import G1, G10, Guarantee
+from .contract import G1, G2, G5, G10, G12, Guarantee
 from .core.history import short_repr
 from .core.loop import suite_test
 from .core.profiles import NOT_APPLICABLE
@@ -63,6 +76,14 @@ __all__ = ["TestInterfaceFaults"]
 _BATCH = 5
 _POISONED = 2
 """The middle item: a batch written item by item has stored the ones before it."""
+_STORED = 12
+"""Items of the stored batch: one agent turn with a few tool calls writes as many. More than
+PostgreSQL sorts by insertion sort (fewer than 7 rows keep tied keys in the order they were
+read, which is insertion order): with 5, ``ORDER BY created_at`` alone on one
+transaction's batch read back in order by accident (openai-agents 0.3.3), with 12 it does
+not."""
+_POPS = 6
+"""Items in the session, and pops made at once."""
 _LIMIT = 1000
 """Reads ask for more than the test ever writes for a user: the whole history."""
 
@@ -235,6 +256,128 @@ class TestInterfaceFaults(StoreTests):
             (guarantee, head), rest = problems[0], problems[1:]
             detail = "\n".join([head] + [f"also {g}: {text}" for g, text in rest])
             raise GuaranteeViolation(guarantee, detail, s.log, user=user)
+
+
+    @pytest.mark.guarantee(G5, G1, G2, G12)
+    @suite_test
+    async def test_a_stored_batch_reads_back_in_order_and_before_what_follows(
+            self, store: StoreFactory) -> None:
+        """One call of the interface's batch (or replace) method, every item valid; then one
+        append.
+
+        Troubleshooting: "out of order" after a batch is an order by a timestamp that
+        the batch's items share (one transaction, one ``now()``): add a tie-breaker that
+        follows insertion (an autoincrement id). An append that does not read last after
+        a replace is a replace that stamps its messages ahead of the clock: stamp them
+        with the clock, or order by insertion.
+        """
+        token = secrets.token_hex(4)  # ids unique per test and run (SPEC.md)
+        user = f"sb{token}:ann"
+        async with opened(store, raw=True) as raw:
+            prepare = getattr(raw, "stored_batch", None)
+            if not callable(prepare):
+                pytest.skip(f"{NOT_APPLICABLE}: {type(raw).__name__} has no stored_batch (a "
+                            "batch or replace method of the library called with valid "
+                            "items; the built-in adapters and --store stores take one "
+                            f"message per call), so there is no batch to store; it would "
+                            f"judge {G5}")
+            view = view_of(raw, resolved_of(raw))
+            s = LoggedStore(view)
+            for i, role in enumerate(("user", "assistant")):
+                await s.append_message(user, role, f"{token} before {i}")
+            before = _pairs(await raw.get_history(user, _LIMIT))
+            batch = [(("user", "assistant")[i % 2], f"{token} batch {i}")
+                     for i in range(_STORED)]
+            if isinstance(view, KeyedView):
+                view.wrote(content for _, content in batch)
+            call = await prepare(user, batch)
+            s.log.note(f"{call.call}: ...", user)
+            kind, value = await _bounded(call.run())
+            outcome = {"ok": "returned", "hung": f"did not answer within "
+                       f"{settings.op_timeout:g}s", "raised": f"raised {_said(value)}"}[kind]
+            s.log.note(f"... {outcome}", user)
+            if kind != "ok":
+                raise GuaranteeViolation(G12, f"{call.call} {outcome}: a valid batch on a "
+                                              "healthy store must be stored", s.log, user=user)
+            wanted = list(batch) if call.replaces else [*before, *batch]
+            problems = _in_order(f"after {call.call}", wanted,
+                                 _pairs(await raw.get_history(user, _LIMIT)))
+            after = ("user", f"{token} appended after the batch")
+            await s.append_message(user, *after)
+            problems += _in_order(f"after {call.call} and one append", [*wanted, after],
+                                  _pairs(await raw.get_history(user, _LIMIT)))
+        if problems:
+            (guarantee, head), rest = problems[0], problems[1:]
+            detail = "\n".join([head] + [f"also {g}: {text}" for g, text in rest])
+            raise GuaranteeViolation(guarantee, detail, s.log, user=user)
+
+
+    @pytest.mark.guarantee(G2, G1, G12)
+    @suite_test
+    async def test_concurrent_pops_return_each_item_once(self, store: StoreFactory) -> None:
+        """``_POPS`` pops at once of a session holding ``_POPS`` items.
+
+        Troubleshooting: an item returned twice is a pop that reads the newest row and
+        deletes it in two statements: claim it in one (``DELETE ... RETURNING``, or a row
+        lock), and return only what this call deleted.
+        """
+        token = secrets.token_hex(4)  # ids unique per test and run (SPEC.md)
+        user = f"po{token}:ann"
+        async with opened(store, raw=True) as raw:
+            pop = getattr(raw, "pop_item", None)
+            if not callable(pop):
+                pytest.skip(f"{NOT_APPLICABLE}: {type(raw).__name__} maps no pop (SPEC.md has "
+                            "none; an interface that pops, such as the Agents SDK's "
+                            f"pop_item, is checked here), so there is nothing to pop; it "
+                            f"would judge {G2}")
+            s = LoggedStore(view_of(raw, resolved_of(raw)))
+            items = [(("user", "assistant")[i % 2], f"{token} item {i}") for i in range(_POPS)]
+            for role, content in items:
+                await s.append_message(user, role, content)
+            s.log.note(f"{_POPS} pop_item() calls at once: ...", user)
+            ends = await asyncio.gather(*(_bounded(pop(user)) for _ in range(_POPS)))
+            popped = [_pairs([value])[0] for kind, value in ends if kind == "ok" and value]
+            s.log.note(f"... returned {_shown(popped)}", user)
+            left = _pairs(await raw.get_history(user, _LIMIT))
+        problems: list[tuple[Guarantee, str]] = []
+        twice = sorted(item for item, n in Counter(popped).items() if n > 1)
+        if twice:
+            problems.append((G2, f"{_POPS} concurrent pop_item() calls returned "
+                                 f"{short_repr([c for _, c in twice], 160)} more than once "
+                                 f"(each item is popped once): popped {_shown(popped)}"))
+        failed = [f"{kind}" + (f" {_said(value)}" if kind == "raised" else "")
+                  for kind, value in ends if kind != "ok"]
+        if failed:
+            problems.append((G12, f"{len(failed)} of {_POPS} concurrent pop_item() calls "
+                                  f"failed on a healthy store: {'; '.join(failed[:3])}"))
+        lost = [pair for pair in items if pair not in popped and pair not in left]
+        if lost:
+            problems.append((G1, f"after {_POPS} concurrent pop_item() calls, "
+                                 f"{short_repr([c for _, c in lost], 160)} was neither "
+                                 f"returned nor left in the session: {_shown(left)}"))
+        if problems:
+            (guarantee, head), rest = problems[0], problems[1:]
+            detail = "\n".join([head] + [f"also {g}: {text}" for g, text in rest])
+            raise GuaranteeViolation(guarantee, detail, s.log, user=user)
+
+def _in_order(when: str, wanted: list[Pair], got: list[Pair]) -> list[tuple[Guarantee, str]]:
+    """The history must be ``wanted``, in that order: the same messages in another order
+    break G5 (appends that did not overlap in time keep their order; a batch's items are
+    given in order), and missing ones G1."""
+    if got == wanted:
+        return []
+    story = f"\n  expected: {_shown(wanted)}\n  read:     {_shown(got)}"
+    if Counter(got) == Counter(wanted):
+        moved = next(i for i, (a, b) in enumerate(zip(got, wanted, strict=True)) if a != b)
+        return [(G5, f"{when}, the history reads out of order (first at position "
+                     f"{moved + 1}: {short_repr(got[moved][1], 60)} where "
+                     f"{short_repr(wanted[moved][1], 60)} belongs)" + story)]
+    lost = [c for _, c in wanted if c not in {c2 for _, c2 in got}]
+    if not lost:  # everything is there, and more: a message twice, or one nobody wrote
+        return [(G2, f"{when}, the history holds messages more than once or that were "
+                     "never appended" + story)]
+    return [(G1, f"{when}, the history lacks {len(lost)} acknowledged messages: "
+                 f"{short_repr(lost[:3], 120)}" + story)]
 
 
 async def _elsewhere(store: StoreFactory, users: Sequence[str], content: str) -> None:

@@ -45,11 +45,12 @@ def _assert_ran_clean(reprec: pytest.HookRecorder, *, at_least: int) -> None:
     assert not failed, [r.nodeid for r in failed]
     assert len(passed) >= at_least, f"only {len(passed)} passed"
     # Only the failpoint tests (a store declaring none), the nemesis (not asked for), the
-    # partial failures (an in-process store has no engine to fault) and the poisoned batch
-    # (no library interface with a batch method), the replication lag (no replicated
-    # topology from the suite), the reopen (a factory that takes no namespace) and an
-    # interface's own promises (no checkpointer) may skip.
+    # partial failures (an in-process store has no engine to fault), the poisoned and the
+    # stored batch and the pops (no library interface with a batch method or a pop), the
+    # replication lag (no replicated topology from the suite), the reopen (a factory that
+    # takes no namespace) and an interface's own promises (no checkpointer) may skip.
     allowed = ("failpoints", "test_nemesis", "test_partial_failures", "test_poisoned_batch",
+               "test_a_stored_batch", "test_concurrent_pops",
                "test_reads_under_replication_lag",
                "test_what_one_store_acknowledged_the_next_one_reads", "TestInterfacePromises")
     assert all(any(a in r.nodeid for a in allowed) for r in skipped), [r.nodeid for r in skipped]

@@ -148,13 +148,14 @@ def test_the_oracle_read_through_a_smaller_profile_passes(pytester: pytest.Pytes
 
 def _expected(skip: str, profile: str) -> bool:
     """A skip a correct in-process store may have: what its profile does not judge, what it
-    does not declare or have (failpoints, an engine from the suite, a batch method, an
-    interface's own promises), or the nemesis, which runs only when asked for."""
+    does not declare or have (failpoints, an engine from the suite, a batch method, a pop,
+    an interface's own promises), or the nemesis, which runs only when asked for."""
     return (skip.startswith(f"Skipped: not applicable to profile {profile}: needs ")
             or skip.startswith("Skipped: not applicable: the store got no engine")
             or skip.startswith("Skipped: not applicable: the store got no replicated topology")
             or "maps no library method that takes a batch" in skip
             or "maps no interface with promises of its own" in skip
+            or "has no stored_batch" in skip or "maps no pop" in skip
             or "declares no failpoints" in skip or "--nemesis" in skip
             or "never asked for nomnesia.suite.engines.store_namespace()" in skip)
 

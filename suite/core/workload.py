@@ -33,13 +33,13 @@ from .checker import Anomaly, check
 from .checker_keyed import check_keyed
 from .checks import consistent
 from .fresh import Namespace
-from .history import History
+from .history import History, pair
 from .profiles import Resolved
 from .recorder import LoggedStore, opened
 from .violations import UsageMistake
 
 __all__ = ["DEFAULT_USERS", "Client", "During", "Mix", "Outcome", "Workload", "for_profile",
-           "quiesce", "resolve_rounds", "resolve_seed", "run", "run_rounds"]
+           "healthy_errors", "quiesce", "resolve_rounds", "resolve_seed", "run", "run_rounds"]
 
 DEFAULT_USERS: tuple[str, ...] = ("ann", "anna", "Ann", "ann*", 'o\'b "q" {x}:%\\ 🙂')
 """Ids that collide in stores that filter by prefix, pattern, case or query syntax."""
@@ -275,8 +275,8 @@ class Client:
             self.errored(f, exc)
             # Indeterminate: SPEC G10 promises the guarantees again after recover().
             with contextlib.suppress(Exception):  # recorded as info; the checker is lenient
-                await self.recover()
-            return "info"
+                await self.recover()             # (with no fault injected, ``run`` is not:
+            return "info"                        # healthy_errors)
         return "ok"
 
     async def append(self, user: str) -> None:
@@ -392,6 +392,31 @@ async def _search_until_found(client: Client, user: str, query: str, entry_id: s
         pause = min(pause * 2, 0.05)
 
 
+def healthy_errors(history: History) -> list[Anomaly]:
+    """G12: every call that raised on a healthy store, one anomaly per distinct error.
+
+    The checker is lenient with a call that raised (``info``): it may or may not have taken
+    effect, which is right while a fault is injected. With none, nothing excuses it: SPEC
+    G12 lets an operation raise only when a backend is down or too slow, and the
+    sequential tests already call such an error a failure. Under concurrency it used to
+    pass unseen: a check-then-insert race (an ``IntegrityError`` when two clients create
+    the same user's first rows, adk-python #4954, openai-agents-python #2722) only
+    happens there. ``ValueError``/``TypeError`` (a refusal, ``fail``) are not errors."""
+    seen: dict[str, list[Any]] = {}
+    for c in pair(history.ops):
+        end = c.completion
+        if end is not None and end.type == "info" and c.f not in ("open", "close"):
+            seen.setdefault(end.error or "an exception", []).append(c)
+    found = []
+    for error, calls in seen.items():
+        first = calls[0]
+        more = (f" ({len(calls) - 1} more calls raised the same)" if len(calls) > 1 else "")
+        found.append(Anomaly(Guarantee.ERRORS, f"{first.text} raised {error}, with no fault "
+                             f"injected{more}: a valid call on a healthy store must not fail",
+                             first.ops, kind=f"raised {error.split(':', 1)[0]}"))
+    return found
+
+
 class During(Protocol):
     """Something that runs beside the load (the faults of ``suite/faults.py``).
 
@@ -430,7 +455,7 @@ async def run(store: Any, workload: Workload, *, during: During | None = None,
     found: list[Anomaly] = []
     if during is None:
         await load
-    else:
+    else:  # a fault may have made a call raise: such calls are indeterminate, no more
         try:
             found = await during(store, workload, stop, load)
         finally:
@@ -446,8 +471,11 @@ async def run(store: Any, workload: Workload, *, during: During | None = None,
                                 compact=store.can("compact"), search_staleness=staleness)
     else:
         anomalies = check(history, keep_last=keep_last, search_staleness=staleness)
-    return Outcome(workload, history, anomalies + found + g11, keep_last, staleness, seconds,
-                   time.monotonic() - checked)
+    # With no fault injected, a call that raised is the first thing wrong (it may explain
+    # the anomalies after it), and is shown first.
+    errors = healthy_errors(history) if during is None else []
+    return Outcome(workload, history, errors + anomalies + found + g11, keep_last, staleness,
+                   seconds, time.monotonic() - checked)
 
 
 StoreFactory = Callable[[], AbstractAsyncContextManager[Any]]

@@ -15,6 +15,10 @@ other, so a call that took full effect shows as the whole batch appended. Where
 the interface replaces a history, the mapping passes the history it read first
 followed by the batch, so the same holds: full effect is "before + batch",
 no effect is "before", and anything else is a partial effect.
+
+A mapping may also have ``stored_batch(user_id, batch)``: the same method with every item
+valid (``StoredBatch``), which the suite calls to check that what it stored reads back in
+order, and that an append after it reads last.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-__all__ = ["PoisonedCall", "Unserializable", "describe_batch"]
+__all__ = ["PoisonedCall", "StoredBatch", "Unserializable", "describe_batch"]
 
 
 class Unserializable:
@@ -46,6 +50,22 @@ class PoisonedCall:
     """What is called, in a line: ``InMemoryChatMessageHistory.aadd_messages([...])``."""
     run: Callable[[], Awaitable[object]]
     """Makes the call (once)."""
+
+
+@dataclass(frozen=True)
+class StoredBatch:
+    """One prepared call of a library's batch or replace method with every item valid: what
+    the mapping's ``stored_batch(user_id, batch)`` returns. A batch is written in one
+    call, often in one transaction that stamps every item alike, and a replace stamps its
+    items itself: orders the suite's one-message appends never make (openai-agents-python
+    #1900, run-llama/llama_index#19389)."""
+
+    call: str
+    """What is called, in a line: ``SQLAlchemySession.add_items([5 items])``."""
+    run: Callable[[], Awaitable[object]]
+    """Makes the call (once)."""
+    replaces: bool
+    """The call replaces the user's history with the batch (else appends the batch)."""
 
 
 def describe_batch(n: int, poisoned: int, where: str, kept: int = 0) -> str:

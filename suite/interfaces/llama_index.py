@@ -28,7 +28,9 @@ An ``AsyncDBChatStore`` (no ``async_add_message``; coroutine ``add_message``,
   SPEC's forget keeps nothing.
 
 ``set_messages`` (a replace of the whole chat) has no counterpart in the ``history``
-profile, whose writes are appends: the suite does not call it.
+profile, whose writes are appends: the suite calls it only at the interface, in the
+interface tests (``stored_batch`` and ``poisoned_batch``: ``aset_messages`` on a
+``BaseChatStore``, ``set_messages`` on an ``AsyncDBChatStore``).
 
 What it cannot see: message ids, search (a ``VectorStoreIndex`` beside it is the team's
 own code, audited in ``nomnesia.adapters.ecosystem``), and compaction (``Memory``'s flush
@@ -44,7 +46,7 @@ from typing import Any
 
 from ..contract.validation import validate_limit
 from ._base import Mapped, contract_role, has, text_of
-from ._poison import PoisonedCall, Unserializable, describe_batch
+from ._poison import PoisonedCall, StoredBatch, Unserializable, describe_batch
 
 __all__ = ["DB_REQUIRES", "LlamaChatStore", "open_store"]
 
@@ -101,6 +103,24 @@ class LlamaChatStore(Mapped):
             await store.delete_messages(user_id)  # no status: archived messages too
         else:
             await store.adelete_messages(user_id)
+
+    async def stored_batch(self, user_id: str, batch: Sequence[tuple[str, str]]
+                           ) -> StoredBatch:
+        """The replace method with ``batch`` as the whole chat: a chat store stamps the
+        messages of a replace itself (``SQLAlchemyChatStore`` gives them consecutive
+        timestamps), and a message appended after it must still read last."""
+        from llama_index.core.llms import ChatMessage, MessageRole
+
+        messages = [ChatMessage(role=MessageRole(contract_role(role)), content=content)
+                    for role, content in batch]
+        chat_store = await self._object()
+        method = "set_messages" if self.db else "aset_messages"
+
+        async def run() -> object:
+            return await getattr(chat_store, method)(user_id, messages)
+
+        return StoredBatch(f"{type(chat_store).__name__}.{method}(key, [{len(messages)} "
+                           "messages])", run, replaces=True)
 
     async def poisoned_batch(self, user_id: str, batch: Sequence[tuple[str, str]],
                              poisoned: int) -> PoisonedCall:

@@ -16,6 +16,13 @@ What maps to what:
   newest end: the mapping checks it, as it does SPEC's own vocabulary);
 - ``search(u, query, k)`` is ``search(query, top_k=k, filters={"user_id": u})``, with
   mem0's defaults (``threshold=0.1``, no reranker);
+- mem0 1.x names these keywords otherwise: its ``get_all`` and ``search`` take ``limit``,
+  not ``top_k``, and a ``user_id`` of their own. Where a method's signature has no
+  ``top_k`` the count goes as ``limit``, and where it takes ``user_id`` the scope goes as
+  ``user_id=u`` (as mem0 1.x documents it) rather than in ``filters``; read from the
+  method's signature, as ``Memory`` is told from ``AsyncMemory`` by its ``add``. A call the
+  method's signature refuses anyway is this mapping's mismatch with the release
+  (``InterfaceMismatch``: a usage error that names it), never the store's finding;
 - ``forget(u)`` is ``delete_all(user_id=u)``.
 
 A memory is read back as its ``role`` (mem0 keeps the message's role in the payload) and
@@ -45,7 +52,7 @@ from datetime import datetime
 from typing import Any
 
 from ..contract.validation import validate_limit
-from ._base import Mapped, contract_role, has, text_of
+from ._base import InterfaceMismatch, Mapped, contract_role, has, text_of, what
 from ._poison import PoisonedCall, Unserializable, describe_batch
 
 __all__ = ["ALL", "Mem0Memory", "open_store"]
@@ -85,9 +92,24 @@ class Mem0Memory(Mapped):
 
     async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """``name`` on the memory: awaited on an ``AsyncMemory``, in a worker thread on a
-        ``Memory`` (its calls block on the embedder and the vector store)."""
+        ``Memory`` (its calls block on the embedder and the vector store).
+
+        The arguments are bound to the method's signature first: a keyword the release does
+        not take raises ``TypeError`` at the call itself, which the suite would otherwise
+        file as the store refusing a valid input (an Inputs finding per test, the benchmark's
+        mem0 1.0.5 run). That is this mapping speaking another release, so it is raised as
+        ``InterfaceMismatch``, which names the method and the release's parameters."""
         memory = await self._object()
         method = getattr(memory, name)
+        signature = _signature(method)
+        if signature is not None:
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as refused:
+                raise InterfaceMismatch(memory, [name], (
+                    f"{what(memory)} refuses the {name} call of --mem0-memory ({refused}); "
+                    f"its {name} takes {signature}: a mem0 release this mapping does not "
+                    f"speak")) from refused
         if inspect.iscoroutinefunction(method):
             return await method(*args, **kwargs)
         return await asyncio.to_thread(method, *args, **kwargs)
@@ -96,13 +118,24 @@ class Mem0Memory(Mapped):
         message = {"role": contract_role(role), "content": content}
         await self._call("add", [message], user_id=user_id, infer=False)
 
+    async def _keywords(self, name: str, user_id: str, count: int) -> dict[str, Any]:
+        """The scope and the count of a ``get_all`` or ``search``, in the keywords of this
+        release's ``name``: ``top_k`` and ``filters`` (mem0 2.x), or ``limit`` where the
+        signature has no ``top_k`` and ``user_id=`` where it takes one (mem0 1.x)."""
+        params = _parameters(getattr(await self._object(), name))
+        size = "limit" if params is not None and "top_k" not in params else "top_k"
+        if params is not None and "user_id" in params:
+            return {"user_id": user_id, size: count}
+        return {"filters": {"user_id": user_id}, size: count}
+
     async def get_history(self, user_id: str, limit: int = 10) -> list[dict[str, str]]:
         limit = validate_limit("limit", limit)  # the newest `limit`: the slice is ours
-        found = _results(await self._call("get_all", filters={"user_id": user_id}, top_k=ALL))
+        keywords = await self._keywords("get_all", user_id, ALL)
+        found = _results(await self._call("get_all", **keywords))
         return [_entry(item) for item in sorted(found, key=_created)[-limit:]]
 
     async def search(self, user_id: str, query: str, k: int = 5) -> list[dict[str, str]]:
-        found = await self._call("search", query, top_k=k, filters={"user_id": user_id})
+        found = await self._call("search", query, **await self._keywords("search", user_id, k))
         return [_entry(item) for item in _results(found)]
 
     async def forget(self, user_id: str) -> None:
@@ -124,6 +157,23 @@ class Mem0Memory(Mapped):
 
         where = describe_batch(len(messages), poisoned, "name")
         return PoisonedCall(f"{type(memory).__name__}.add([{where}], infer=False)", run)
+
+
+def _signature(method: Any) -> inspect.Signature | None:
+    """The method's signature, or None where Python cannot read one (a C function)."""
+    try:
+        return inspect.signature(method)
+    except (TypeError, ValueError):
+        return None
+
+
+def _parameters(method: Any) -> set[str] | None:
+    """The names of the method's own parameters (not what a ``**kwargs`` may take), or None
+    where its signature cannot be read."""
+    signature = _signature(method)
+    if signature is None:
+        return None
+    return {name for name, p in signature.parameters.items() if p.kind is not p.VAR_KEYWORD}
 
 
 def is_async(found: Any) -> bool:

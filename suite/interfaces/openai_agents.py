@@ -14,8 +14,11 @@ What maps to what:
   as given;
 - ``forget(u)`` is ``clear_session()``.
 
-What it cannot see: ``pop_item`` (no counterpart in SPEC.md), item ids, search
-and compaction (``OpenAIResponsesCompactionSession`` compacts on the server).
+``pop_item`` has no counterpart in SPEC.md: the mapping's own ``pop_item(u)`` calls it
+for the interface step that pops concurrently (each item is returned once, G2).
+
+What it cannot see: item ids, search and compaction
+(``OpenAIResponsesCompactionSession`` compacts on the server).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from ._base import Mapped, contract_role, text_of
-from ._poison import PoisonedCall, Unserializable, describe_batch
+from ._poison import PoisonedCall, StoredBatch, Unserializable, describe_batch
 
 __all__ = ["AgentsSession", "open_store"]
 
@@ -60,6 +63,25 @@ class AgentsSession(Mapped):
 
     async def forget(self, user_id: str) -> None:
         await (await self._object(user_id)).clear_session()
+
+    async def pop_item(self, user_id: str) -> dict[str, str] | None:
+        """``pop_item()`` of the user's session: its newest item, removed, or None."""
+        item = await (await self._object(user_id)).pop_item()
+        return None if item is None else _entry(item)
+
+    async def stored_batch(self, user_id: str, batch: Sequence[tuple[str, str]]
+                           ) -> StoredBatch:
+        """One ``add_items`` of every message of ``batch``: the session's own batch write
+        (a run's new items are stored so), which a SQL session writes in one transaction,
+        so that every item may share one ``created_at``."""
+        items = [_item(contract_role(role), content) for role, content in batch]
+        session = await self._object(user_id)
+
+        async def run() -> object:
+            return await session.add_items(items)
+
+        return StoredBatch(f"{type(session).__name__}.add_items([{len(items)} items])", run,
+                           replaces=False)
 
     async def poisoned_batch(self, user_id: str, batch: Sequence[tuple[str, str]],
                              poisoned: int) -> PoisonedCall:
