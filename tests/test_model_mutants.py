@@ -105,8 +105,15 @@ CORRECT: dict[str, tuple[Callable[[], Any], bool]] = {
 
 
 @pytest.fixture(autouse=True)
-def _short_hangs() -> Iterator[None]:
-    """A hang (LockLeftHeld) is found after the op timeout: one second, not thirty."""
+def _short_hangs(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A hang (LockLeftHeld) is found after the op timeout: one second, not thirty.
+
+    Not for the no-false-alarm tests: on a loaded machine a correct store's step (a 64 kB
+    content searched) took over a second, and the model test called it a hang.
+    """
+    if request.node.name.startswith("test_no_false_alarm"):
+        yield
+        return
     before = settings.op_timeout
     settings.op_timeout = 1.0
     try:
