@@ -37,6 +37,7 @@ from nomnesia.testing import (
     eventually,
     fault,
     faultable,
+    lag,
     pause,
     read_history,
     record,
@@ -407,3 +408,26 @@ def test_record_takes_a_seed_profile_store_and_check_reads_it_by_content(
     path = write_history(bad[index], tmp_path / "seed.jsonl")  # type: ignore[arg-type]
     assert json.loads(path.read_text(encoding="utf-8").splitlines()[0])["profile"] == "keyed"
     assert check(path).guarantees == failed[0].guarantees
+
+
+@pytest.mark.slow  # a PostgreSQL primary and its streaming standby start: ~10 s
+@pytest.mark.xdist_group("postgres-ha")
+def test_lag_on_a_replicated_topology_holds_and_heals_on_exception(
+        session: EngineSession) -> None:
+    """``lag`` on ``postgres-ha`` makes the standby apply WAL late while the block runs
+    (``recovery_min_apply_delay``), and undoes it on exit, also on an exception. Without
+    the heal the setting stays: the last assert fails."""
+    import psycopg
+
+    url = session.url("postgres-ha")
+
+    def delay() -> str:
+        with psycopg.connect(url, target_session_attrs="standby", autocommit=True,
+                             connect_timeout=10) as conn:
+            row = conn.execute("SHOW recovery_min_apply_delay").fetchone()
+            return str(row[0]) if row else ""
+
+    with pytest.raises(RuntimeError), lag("postgres-ha", ms=700):
+        assert delay() == "700ms"
+        raise RuntimeError("the test's own error")
+    assert eventually(lambda: delay() == "0", timeout=10, interval=0.05)
