@@ -64,7 +64,7 @@ import pytest
 from .base import StoreTests
 from .contract import G1, G2, G5, G10, G12, Guarantee
 from .core.history import short_repr
-from .core.loop import suite_test
+from .core.loop import suite_test, within_op_timeout
 from .core.profiles import NOT_APPLICABLE
 from .core.recorder import LoggedStore, StoreFactory, opened, resolved_of
 from .core.settings import settings
@@ -121,16 +121,6 @@ def _not_applicable(store: object) -> str:
         "define poisoned_batch, docs/faults.md)")
     return (f"{NOT_APPLICABLE}: {what}, so there is no batch to poison (SPEC.md, "
             f"\"Faults\"); it would judge {G10}")
-
-
-async def _bounded(awaitable: Awaitable[Any]) -> tuple[str, Any]:
-    """("ok", result), ("raised", exception) or ("hung", None) after the op timeout."""
-    try:
-        return "ok", await asyncio.wait_for(awaitable, settings.op_timeout)
-    except asyncio.TimeoutError:
-        return "hung", None
-    except Exception as exc:
-        return "raised", exc
 
 
 def _in_thread(make: Callable[[], Coroutine[Any, Any, None]]) -> Awaitable[None]:
@@ -195,7 +185,7 @@ class TestInterfaceFaults(StoreTests):
             # pool) with every store it makes while one is open. Then a second store on
             # another loop fails before any poisoned call, and its failure after one proves
             # nothing. It runs once this store has made its library objects.
-            control = _why(*await _bounded(_in_thread(partial(
+            control = _why(*await within_op_timeout(_in_thread(partial(
                 _elsewhere, store, (third,), f"{token} from a thread, before"))))
             before = _pairs(await raw.get_history(user, _LIMIT))
             batch = [(("user", "assistant")[i % 2], f"{token} batch {i}"
@@ -205,7 +195,7 @@ class TestInterfaceFaults(StoreTests):
                 view.wrote(content for _, content in batch)
             call = await prepare(user, batch, _POISONED)
             s.log.note(f"{call.call}: ...", user)
-            kind, value = await _bounded(call.run())
+            kind, value = await within_op_timeout(call.run())
             outcome = {"ok": "returned", "hung": f"did not answer within "
                        f"{settings.op_timeout:g}s",
                        "raised": f"raised {_said(value)}"}[kind]
@@ -218,9 +208,9 @@ class TestInterfaceFaults(StoreTests):
             first = ("a second store from the same factory, on another thread and event loop, "
                      "appending and reading a new user before this store was called again")
             if control is None:  # before this store writes: its next write could heal a wedge
-                problems += _answers(first, *await _bounded(_in_thread(partial(
+                problems += _answers(first, *await within_op_timeout(_in_thread(partial(
                     _elsewhere, store, (fourth,), f"{token} from a thread, first"))))
-            read_kind, read = await _bounded(raw.get_history(user, _LIMIT))
+            read_kind, read = await within_op_timeout(raw.get_history(user, _LIMIT))
             if read_kind != "ok":
                 problems.append((G10, f"after {call.call} {outcome}, get_history of that user "
                                       + ("did not answer" if read_kind == "hung" else
@@ -238,14 +228,14 @@ class TestInterfaceFaults(StoreTests):
                                "already did not answer)", user)
                     continue
                 found = _answers(f"an append and a read for {what} on the same store",
-                                 *await _bounded(_writes_and_reads(target, who, content)))
+                                 *await within_op_timeout(_writes_and_reads(target, who, content)))
                 hung = any("did not answer" in text for _, text in found)
                 problems += found
 
             thread = ("a second store from the same factory, on another thread and event "
                       "loop, appending and reading the same user and a new one")
             if control is None:
-                problems += _answers(thread, *await _bounded(_in_thread(partial(
+                problems += _answers(thread, *await within_op_timeout(_in_thread(partial(
                     _elsewhere, store, (user, third), f"{token} from a thread, after"))))
             else:
                 skipped = (f"not tried after the poisoned call: {thread}; it failed before "
@@ -292,7 +282,7 @@ class TestInterfaceFaults(StoreTests):
                 view.wrote(content for _, content in batch)
             call = await prepare(user, batch)
             s.log.note(f"{call.call}: ...", user)
-            kind, value = await _bounded(call.run())
+            kind, value = await within_op_timeout(call.run())
             outcome = {"ok": "returned", "hung": f"did not answer within "
                        f"{settings.op_timeout:g}s", "raised": f"raised {_said(value)}"}[kind]
             s.log.note(f"... {outcome}", user)
@@ -335,7 +325,7 @@ class TestInterfaceFaults(StoreTests):
             for role, content in items:
                 await s.append_message(user, role, content)
             s.log.note(f"{_POPS} pop_item() calls at once: ...", user)
-            ends = await asyncio.gather(*(_bounded(pop(user)) for _ in range(_POPS)))
+            ends = await asyncio.gather(*(within_op_timeout(pop(user)) for _ in range(_POPS)))
             popped = [_pairs([value])[0] for kind, value in ends if kind == "ok" and value]
             s.log.note(f"... returned {_shown(popped)}", user)
             left = _pairs(await raw.get_history(user, _LIMIT))

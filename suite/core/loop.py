@@ -44,6 +44,17 @@ async def wait_until(probe: Callable[[], Awaitable[T]], done: Callable[[T], bool
     return result, polled.waited
 
 
+async def within_op_timeout(awaitable: Awaitable[Any]) -> tuple[str, Any]:
+    """("ok", result), ("raised", exception) or ("hung", None) after ``settings.op_timeout``:
+    a store call whose every ending is an outcome to judge, never one that stops the test."""
+    try:
+        return "ok", await asyncio.wait_for(awaitable, settings.op_timeout)
+    except asyncio.TimeoutError:
+        return "hung", None
+    except Exception as exc:
+        return "raised", exc
+
+
 # --------------------------------------------------------------------------- running
 
 

@@ -41,6 +41,7 @@ from functools import partial
 from typing import Any
 
 from ..contract import G1, G5, G6, G8, G9, G10, Guarantee
+from ..core.loop import within_op_timeout
 from ..core.settings import settings
 from ._checkpointer_graph import PlannedFailure, Saver, message, thread
 
@@ -78,16 +79,6 @@ def _parent(found: Any) -> str:
 
 def _values(found: Any) -> list[str]:
     return _ids((found.checkpoint.get("channel_values") or {}).get("messages") or [])
-
-
-async def _bounded(awaitable: Awaitable[Any]) -> tuple[str, Any]:
-    """("ok", result), ("raised", exception) or ("hung", None) after the op timeout."""
-    try:
-        return "ok", await asyncio.wait_for(awaitable, settings.op_timeout)
-    except asyncio.TimeoutError:
-        return "hung", None
-    except Exception as exc:
-        return "raised", exc
 
 
 async def _append(saver: Saver, thread_id: str, token: str, name: str) -> str:
@@ -343,7 +334,7 @@ async def interrupted_runs(saver: Saver, token: str, note: Note) -> list[Problem
         if not await interrupt(new):
             before = [*before, new]
             return False
-        kind, got = await _bounded(saver.messages(thread_id))
+        kind, got = await within_op_timeout(saver.messages(thread_id))
         if kind != "ok":
             problems.append((G10, f"after a run {how}, aget_state "
                                   + ("did not answer" if kind == "hung" else f"raised {got!r}")))
@@ -363,7 +354,7 @@ async def interrupted_runs(saver: Saver, token: str, note: Note) -> list[Problem
                                       f"checkpoint)"))
                 break
         following = f"{token}-after{n}"
-        kind, got = await _bounded(saver.invoke(
+        kind, got = await within_op_timeout(saver.invoke(
             thread_id, [message("user", f"{token} after {n}", following)]))
         if kind != "ok":
             problems.append((G10, f"after a run {how}, the next run "
@@ -386,7 +377,7 @@ async def interrupted_runs(saver: Saver, token: str, note: Note) -> list[Problem
     async def failed(new: str) -> bool:
         saver.failing.add(thread_id)
         try:
-            kind, got = await _bounded(saver.invoke(
+            kind, got = await within_op_timeout(saver.invoke(
                 thread_id, [message("user", f"{token} {new}", new)]))
         finally:
             saver.failing.discard(thread_id)
@@ -418,7 +409,7 @@ async def interrupted_runs(saver: Saver, token: str, note: Note) -> list[Problem
             if run.done():
                 return False
             run.cancel()
-            await _bounded(asyncio.wait({run}))
+            await within_op_timeout(asyncio.wait({run}))
             return True
         finally:
             saver.holds.pop(thread_id, None)
@@ -431,7 +422,7 @@ async def interrupted_runs(saver: Saver, token: str, note: Note) -> list[Problem
             if wedged or not await judged(f"cancelled after {steps} event-loop steps",
                                           partial(cancelled, steps=steps)):
                 break  # a wedged thread: one wait is proof enough, and each costs the bound
-    await _bounded(saver.delete_thread(thread_id))
+    await within_op_timeout(saver.delete_thread(thread_id))
     return problems
 
 
