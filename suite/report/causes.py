@@ -90,10 +90,13 @@ def cause(guarantee: Guarantee | str, op: str | None, detail: str,
     wrong = _WRONG_ERROR.match(first) if key == "Inputs" else None
     if accepted:
         found["key"] = ACCEPTED_KEY
+        found["summary"] = ("accepted (the profile promises to refuse invalid input: one "
+                            "cause, not one per input)")
         label = label or accepted.group(1)
     elif wrong:  # one cause per exception type, whichever invalid value raised it
         found["key"] = f"Inputs -: invalid input raised {wrong.group(2)}, not ValueError or " \
                        "TypeError"
+        found["summary"] = f"raised {wrong.group(2)}, not ValueError or TypeError"
         label = label or wrong.group(1)
     if label:
         found["input"] = label
@@ -167,8 +170,9 @@ def group_causes(failures: Iterable[tuple[str, Iterable[Mapping[str, Any]]]]
                 "cause": key, "guarantee": found.get("guarantee", "unlabelled"),
                 "op": found.get("op", "-"), "example": found.get("message", ""),
                 "tests": [], "inputs": []})
-            if found.get("kind"):
-                group["kind"] = found["kind"]
+            for field in ("kind", "summary"):  # the checker's kind; how many inputs did what
+                if found.get(field):
+                    group[field] = found[field]
             if nodeid not in group["tests"]:
                 group["tests"].append(nodeid)
             if found.get("input") and found["input"] not in group["inputs"]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .causes import ACCEPTED_KEY, CAUSE_WIDTH
+from .causes import CAUSE_WIDTH
 from .labels import plural
 from .outcome import skip_reason
 
@@ -51,13 +51,9 @@ def _cause_text(group: Mapping[str, Any]) -> str:
     blanked key only grouped it), the inputs that showed it, and where else it was seen."""
     if group.get("kind") or not group.get("example"):
         text = str(group["cause"])
-    elif str(group["cause"]).startswith("Inputs -: invalid input raised"):
-        text = f"{str(group['cause']).removeprefix('Inputs -: ')} " \
-               f"({plural(len(group.get('inputs') or ()), 'input')})"
-        text = f"Inputs: {text}"
-    elif group["cause"] == ACCEPTED_KEY:
-        text = f"Inputs: {plural(len(group.get('inputs') or ()), 'invalid input')} accepted " \
-               "(the profile promises to refuse invalid input: one cause, not one per input)"
+    elif group.get("summary"):  # many invalid inputs, one defect: counted, then listed
+        text = f"{group['guarantee']}: " \
+               f"{plural(len(group.get('inputs') or ()), 'invalid input')} {group['summary']}"
     else:
         op = group.get("op", "-")
         text = f"{group['guarantee']}{'' if op == '-' else ' ' + op}: {group['example']}"
