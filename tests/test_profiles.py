@@ -271,6 +271,20 @@ def test_the_readme_has_every_interface_in_memory_and_on_an_engine() -> None:
         assert factory.rpartition(":")[2] in examples.__all__, factory
 
 
+def test_every_readme_command_sits_in_a_code_block() -> None:
+    """A merge once left three commands in a paragraph and an unclosed fence that swallowed
+    the prose after it: the regex above still found them, the page a user reads did not."""
+    inside, stray = False, []
+    lines = README.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, 1):
+        if line.startswith("```"):
+            inside = not inside
+        elif COMMAND.match(line) and not inside:
+            stray.append(f"README.md:{number}: {line[:60]}")
+    assert not inside, "README.md ends inside a code block (a fence without its pair)"
+    assert not stray, "commands outside a code block:\n" + "\n".join(stray)
+
+
 def _readme_case(option: str, factory: str, profile: str, *, engine: bool) -> Any:
     """One README command as a test case: ``slow`` in memory (seconds each, in a fresh
     process), ``readme`` on an engine or for mem0 (minutes each, up to 8 for ADK on
