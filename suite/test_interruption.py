@@ -280,6 +280,19 @@ def _cut_somewhere(op: str, cuts: int) -> None:
                       "interruption was judged")
 
 
+def _own_failpoints_fired(op: str, action: str, fired: dict[str, int]) -> None:
+    """A failpoint named for ``op`` (``op`` one of its dotted parts, as in
+    ``tiered.append.after_archive``) that never fired during ``op`` judged nothing: say so by
+    name. Without this, one failpoint of ``op`` firing let every other one of it go untested
+    without a word (names of other operations, or of none, are not expected to fire here)."""
+    own = [name for name in fired if op in name.split(".")]
+    silent = [name for name in own if not fired[name]]
+    if silent:
+        not_exercised(f"{op}: failpoint{'s' if len(silent) > 1 else ''} "
+                      f"{', '.join(map(repr, silent))} armed to {action} never fired during "
+                      f"{op}, so the interruption there was not judged")
+
+
 def _store_without_failpoints(s: LoggedStore) -> bool:
     caps = s.capabilities
     return not (caps.failpoints and caps.failpoint_names)
@@ -367,4 +380,5 @@ class TestInterruption(StoreTests):
                    f"the interruption was never tested; armed to {action} but never fired: "
                    f"{', '.join(map(repr, never))} (does the store call "
                    "nomnesia.suite.contract.failpoints.failpoint with exactly these names?)")
+            _own_failpoints_fired(op, action, fired)
 

@@ -224,6 +224,35 @@ def misspelled_failpoints() -> MisspelledFailpoints:
                                 archive=InMemoryArchive())
 
 
+class UnreachedAppendFailpoint(TieredMemoryStore):
+    """Declares one append failpoint more than its code reaches: the others still fire."""
+
+    capabilities = Capabilities(failpoints=True,
+                                failpoint_names=(*FAILPOINTS, "tiered.append.after_reply"))
+
+
+def unreached_append_failpoint() -> UnreachedAppendFailpoint:
+    from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
+
+    return UnreachedAppendFailpoint(log=InMemoryLog(), index=InMemoryIndex(),
+                                    archive=InMemoryArchive())
+
+
+def test_an_operations_own_failpoint_that_never_fires_is_named_not_exercised(
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
+    """One append failpoint firing once let every other append failpoint go unjudged
+    without a word (issue 47): each that never fires during its own operation is named."""
+    result = pytester.runpytest(*suite_args, "--store", f"{__name__}:unreached_append_failpoint",
+                                "-k", "test_failpoints_then_recover", "-p", "no:randomly")
+    text = result.stdout.str()
+    result.assert_outcomes(passed=6)
+    section = text[text.index("nomnesia: not exercised"):]
+    for action in ("raise", "cancel"):
+        assert (f"append: failpoint 'tiered.append.after_reply' armed to {action} never fired "
+                "during append, so the interruption there was not judged") in section, section
+    assert "compact: failpoint" not in section and "forget: failpoint" not in section, section
+
+
 @pytest.mark.parametrize("broken", ["misspelled names", "a second registry"])
 def test_failpoints_the_store_never_reaches_fail_the_failpoint_tests(
         pytester: pytest.Pytester,
