@@ -521,6 +521,28 @@ class AppendNotAtomic(InMemoryStore):
         return entry
 
 
+class CommitsOnNextWrite(InMemoryStore):
+    """A write cancelled after it was sent stays in the connection's open transaction, which
+    the next write commits: read as absent after recovery, it lands later (openai-agents
+    0.19.4's SQLAlchemySession before PR #4212 rolled failed writes back)."""
+
+    async def append_message(self, user_id: str, role: str, content: str, *,
+                             message_id: str | None = None) -> Entry:
+        import asyncio
+
+        open_transaction: list[tuple[str, str, str, str | None]] = self.__dict__.setdefault(
+            "_open_transaction", [])
+        while open_transaction:  # this write's commit takes the left-open one with it
+            left = open_transaction.pop(0)
+            await super().append_message(*left[:3], message_id=left[3])
+        if not isinstance(user_id, str):
+            return await super().append_message(user_id, role, content, message_id=message_id)
+        open_transaction.append((user_id, role, content, message_id))
+        await asyncio.sleep(0)  # the commit's round trip: a cancel here leaves it open
+        open_transaction.pop()
+        return await super().append_message(user_id, role, content, message_id=message_id)
+
+
 class PartialPageSearch(InMemoryStore):
     """Pages through its index 5 hits at a time and raises on a partial page (k=3, k=7).
 
@@ -561,6 +583,7 @@ MUTANTS = [
     ("LockLeftHeld", "test_cancel_at_every_step_then_recover and append", "G10"),
     ("HalfCompaction", "test_cancel_at_every_step_then_recover and compact", "G10"),
     ("AppendNotAtomic", "test_cancel_at_every_step_then_recover and append", "G10"),
+    ("CommitsOnNextWrite", "test_cancelled_append_without_message_id", "G10"),
     ("PartialPageSearch", "test_cancel_at_every_step_then_recover and search", "G12"),
     ("LyingConsistency", "test_consistent_and_recoverable_when_quiescent", "G11"),
 ]
