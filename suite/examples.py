@@ -394,8 +394,8 @@ def agno_postgres() -> Any:
 # --------------------------------------------------------------------------- Strands sessions
 # (issue 46: a block of its own, so that other options' factories merge beside it)
 
-__all__ += ["STRANDS_OWN_SESSION", "strands_file", "strands_postgres", "strands_sql_postgres",
-            "strands_sql_sqlite", "strands_valkey"]
+__all__ += ["STRANDS_OWN_SESSION", "strands_file", "strands_sql_postgres", "strands_sql_sqlite",
+            "strands_valkey"]
 
 STRANDS_OWN_SESSION = "nomnesia-repository"
 """The session id a Strands backend's constructor is given: each is a session manager and a
@@ -458,20 +458,3 @@ def strands_sql_postgres() -> Iterator[Any]:
         yield manager
     finally:
         manager.storage.engine.dispose()
-
-
-@contextmanager
-def strands_postgres() -> Iterator[Any]:
-    """``--strands-session``: ``PostgresSessionManager`` (``strands-postgresql-session-
-    manager``: a table per record kind, JSONB messages, psycopg2) on the suite's PostgreSQL,
-    its tables made first as its docs say (``SQLModel.metadata.create_all``)."""
-    from sqlalchemy import create_engine
-    from sqlmodel import SQLModel
-    from strands_postgresql_session_manager import PostgresSessionManager
-
-    engine = create_engine("postgresql+psycopg2://" + engine_url("postgres").split("://", 1)[1])
-    SQLModel.metadata.create_all(engine)
-    try:
-        yield PostgresSessionManager(session_id=STRANDS_OWN_SESSION, engine=engine)
-    finally:
-        engine.dispose()

@@ -240,7 +240,6 @@ ENGINE_NEEDS = {
     "agno_sqlite": ("sqlalchemy",),
     "strands_valkey": ("strands_valkey_session_manager", "valkey"),
     "strands_sql_postgres": ("strands_sql_session_manager", "psycopg"),
-    "strands_postgres": ("strands_postgresql_session_manager", "psycopg2"),
 }
 """What each real-engine command's ``pip install`` line adds to the interfaces extra."""
 

@@ -28,7 +28,8 @@ What maps to what:
 - ``get_history(u, limit)`` reads the agent's messages in pages, ``list_messages(limit=
   PAGE, offset=k * PAGE)`` until a short page (the paging ``initialize`` relies on to skip
   what a conversation manager removed), and returns the newest ``limit``: a page that
-  skips or repeats a message shows as a gap or a duplicate (G5, G2);
+  skips or repeats a message shows as a gap or a duplicate (G1, G2); a page that starts
+  at or before the last message read ends the read (kept whole);
 - ``forget(u)`` is ``delete_session(u)``, which the ABC lacks and every shipped backend
   has; a ``SessionException`` from a session that is already gone (``read_session`` is
   None) is the forget of an unknown user, which SPEC says succeeds.
@@ -130,7 +131,11 @@ def _read(repo: Any, session_id: str) -> list[Any]:
         page = repo.list_messages(session_id=session_id, agent_id=AGENT, limit=PAGE,
                                   offset=len(found))
         found.extend(page)
-        if len(page) < PAGE:
+        if len(page) < PAGE or (len(found) > len(page)
+                                and page[0].message_id <= found[-len(page) - 1].message_id):
+            # A short page ends the read; so does a page that starts at or before the last
+            # message already read (an offset the repository ignored would page forever):
+            # it is kept, so that what it repeats shows as a duplicate (G2).
             return found
 
 
