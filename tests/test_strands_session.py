@@ -114,3 +114,26 @@ def test_roles_round_trip_as_strands_messages() -> None:
             return await store.get_history("ann", 100)
 
     assert asyncio.run(body()) == [{"role": r, "content": c} for r, c in written]
+
+
+@pytest.mark.parametrize(("audit", "text", "key"), [
+    ("strands-file", "Inputs: user id 'a\\n/b': valid input refused: append_message('x_a\\n/b'"
+     ", 'user', 'note') raised ValueError: session_id=x_a\n/b | id cannot contain path "
+     "separators", "strands-file-path-separator-ids"),
+    ("strands-file", "G12 errors: forget('x_ann') raised FileNotFoundError: [Errno 2] No such "
+     "file or directory: 'agents', with no fault injected", "strands-file-delete-wedges-session"),
+    ("strands-valkey", "G9 isolation: read 61 (limit 6) for 'x_ann*' returned 'p5 n1', written "
+     "for user 'x_ann'", "strands-valkey-key-patterns"),
+    ("strands-valkey", "G10 interruption: every fault had healed, yet get_history('a:b') kept "
+     "failing for 30 s (ValueError: session_id cannot contain ':' characters: x_a:b)",
+     "strands-valkey-colon-ids"),
+    ("strands-sql-postgres", "G12 errors: append_message('x_ann', 'tool', 'p1') raised "
+     "IntegrityError: (psycopg.errors.UniqueViolation) duplicate key value",
+     "strands-create-message-overwrites"),
+])
+def test_strands_failures_are_traced_to_their_causes(audit: str, text: str, key: str) -> None:
+    """The audits' causes (``adapters/ecosystem/causes/strands.py``) read the suite's own
+    sentences, ids with newlines included, each to one cause."""
+    from nomnesia.adapters.ecosystem.causes import classify
+
+    assert classify(audit, text) == [key]
