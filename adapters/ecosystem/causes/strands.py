@@ -72,7 +72,7 @@ CAUSES: tuple[Cause, ...] = (
           "read_session finds no session, create_session refuses the directory, so every "
           "later session manager of that id raises 'already exists' until it is deleted "
           "again; concurrent deletes, restores and appends also raise FileNotFoundError, "
-          "OSError 'Directory not empty' and 'Messages directory missing'",
+          "FileExistsError, OSError 'Directory not empty' and 'Messages directory missing'",
           "a manager restores session 's'; delete_session('s'); the manager appends; "
           "FileSessionManager(session_id='s')  # SessionException: already exists",
           "a delete of a session while another request of it appends or restores",
@@ -80,7 +80,8 @@ CAUSES: tuple[Cause, ...] = (
           functions=(f"{_FILE}.delete_session", f"{_FILE}._write_file",
                      f"{_FILE}.list_messages"),
           match=(r"^G12 errors: (?:forget|get_history|append_message)\([^\n]*?\) raised "
-                 r"(?:FileNotFoundError|OSError|SessionException: Messages directory missing)",),
+                 r"(?:FileNotFoundError|FileExistsError|OSError|SessionException: Messages "
+                 r"directory missing)",),
           racy=True, shows=r"raises SessionException: Session s already exists"),
     Cause("strands-file-path-separator-ids", FILE, ("Inputs",), "hazard",
           "strands._identifier.validate, called by FileSessionManager._get_session_path",
