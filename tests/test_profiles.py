@@ -238,6 +238,10 @@ ENGINE_NEEDS = {
     "adk_memory_sqlite": ("aiosqlite",),  # ADK has no memory service on a server here
     "agno_postgres": ("sqlalchemy", "psycopg"),
     "agno_sqlite": ("sqlalchemy",),
+    "strands_valkey": ("strands_valkey_session_manager", "valkey"),
+    # a file, but a package outside the interfaces extra (as adk_memory_sqlite above)
+    "strands_sql_sqlite": ("strands_sql_session_manager",),
+    "strands_sql_postgres": ("strands_sql_session_manager", "psycopg"),
 }
 """What each real-engine command's ``pip install`` line adds to the interfaces extra."""
 
