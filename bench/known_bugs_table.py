@@ -157,10 +157,10 @@ def hit(bug: Bug, report: dict[str, Any]) -> bool:
 
 def verdict(bug: Bug, release: str, report: dict[str, Any] | None, error: str = "") -> str:
     """found / missed on the affected release, ok / false alarm on the fixed one; a run
-    that wrote no report (the suite could not start) is a miss or, on the fixed release,
-    an ``error`` — never a false alarm, as nothing was judged."""
+    that wrote no report (the suite could not start, or crashed: an INTERNALERROR) is an
+    ``error`` on either release — never a miss or a false alarm, as nothing was judged."""
     if report is None:
-        return "missed" if release == "affected" else "error"
+        return "error"
     if release == "affected":
         return "found" if hit(bug, report) else "missed"
     return "false alarm" if hit(bug, report) else "ok"
