@@ -107,6 +107,16 @@ INTERFACES: tuple[Interface, ...] = (
     Interface("--agno-db", "nomnesia_agno_db",
               "an agno BaseDb or AsyncBaseDb (SqliteDb, PostgresDb, InMemoryDb ...)",
               "agno.db.in_memory:InMemoryDb", "agno", "agno.db", "agno"),
+    Interface("--crewai-storage", "nomnesia_crewai_storage",
+              "a CrewAI memory StorageBackend (LanceDBStorage, QdrantEdgeStorage ...), a "
+              "scope per user",
+              "crewai.memory.storage.lancedb_storage:LanceDBStorage", "crewai_storage",
+              "crewai.memory", "crewai"),
+    Interface("--crewai-memory", "nomnesia_crewai_memory",
+              "a CrewAI unified Memory (remember_many, recall, forget), a scope per user (for "
+              "one that needs no network see nomnesia.suite.examples)",
+              "crewai.memory.unified_memory:Memory", "crewai_memory", "crewai.memory",
+              "crewai"),
 )
 
 
