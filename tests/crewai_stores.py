@@ -32,7 +32,7 @@ class DeleteIgnored(LanceDBStorage):
 class SearchUnscoped(LanceDBStorage):
     def search(self, query_embedding: list[float], scope_prefix: str | None = None,
                *args: Any, **kwargs: Any) -> list[Any]:
-        return super().search(query_embedding, None, *args, **kwargs)  # type: ignore[no-any-return]
+        return super().search(query_embedding, None, *args, **kwargs)
 
 
 class ForgetDrains(Memory):

@@ -15,8 +15,8 @@ Mutant checks (each done by hand, each made the named test fail):
 - ``user_scope`` without the closing ``/memory`` segment: user ``ann`` reads user
   ``ann1``'s records, which ``test_scopes_that_share_a_prefix_stay_apart`` catches;
 - ``CrewaiMemory.get_history`` without ``drain_writes``: the history read just after
-  ``remember_many`` misses the queued saves (G3), which
-  ``test_memory_judged_with_no_interface_error`` catches.
+  ``remember_many`` misses the queued saves (read as G1: acknowledged appends not live),
+  which ``test_memory_judged_with_no_interface_error`` catches.
 """
 
 from __future__ import annotations
