@@ -458,3 +458,83 @@ def strands_sql_postgres() -> Iterator[Any]:
         yield manager
     finally:
         manager.storage.engine.dispose()
+
+
+# --------------------------------------------------------------------------- CrewAI memory
+# (issue 46, items 2 and 3: a block of its own, so that other options' factories merge beside it)
+
+__all__ += ["crewai_lancedb", "crewai_memory", "crewai_memory_llm"]
+
+CREWAI_DIMS = 256
+"""Dimensions of the hashing embedder ``crewai_memory`` gives ``Memory``."""
+
+
+def _crewai_offline() -> None:
+    """CrewAI sends telemetry and offers execution traces (``crewai_core.telemetry``,
+    ``user_data``): offline, each waits on the network. Its documented opt-outs, set before
+    CrewAI is imported (a team's own settings win)."""
+    os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+    os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+
+
+@contextmanager
+def crewai_lancedb() -> Iterator[Any]:
+    """``--crewai-storage``: CrewAI's default memory backend, ``LanceDBStorage``, in a
+    temporary directory removed with the store (LanceDB is embedded: files, no server)."""
+    _crewai_offline()
+    from crewai.memory.storage.lancedb_storage import LanceDBStorage
+
+    where = Path(tempfile.mkdtemp(prefix="nomnesia-crewai-"))
+    try:
+        yield LanceDBStorage(path=where / "memory")
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def crewai_memory_llm() -> Any:
+    """A CrewAI ``BaseLLM`` that reaches no network: the one question ``Memory`` asks with
+    every field given, whether a new memory consolidates similar ones, it answers "keep
+    them all and insert the new one" (``ConsolidationPlan(actions=[], insert_new=True)``,
+    also ``Memory``'s own default when the LLM fails); anything else is refused, so a
+    mapping that left a field to the LLM would show."""
+    _crewai_offline()
+    from crewai.llms.base_llm import BaseLLM
+
+    class KeepEverything(BaseLLM):  # type: ignore[misc,unused-ignore]
+        def call(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+            text = str(messages)
+            if "consolidat" not in text.lower():
+                raise RuntimeError("the offline LLM answers only the consolidation question")
+            return '{"actions": [], "insert_new": true, "insert_reason": "offline"}'
+
+    return KeepEverything(model="nomnesia-offline")
+
+
+@contextmanager
+def crewai_memory() -> Iterator[Any]:
+    """``--crewai-memory``: CrewAI's ``Memory`` on ``LanceDBStorage`` in a temporary
+    directory, with :func:`crewai_memory_llm` and a deterministic hashing embedder
+    (``embedder=`` takes any ``list[str] -> list[vector]`` callable): no model download,
+    no API key. Closed with the store (``Memory.close`` drains its background saves)."""
+    _crewai_offline()
+    from crewai.memory.storage.lancedb_storage import LanceDBStorage
+    from crewai.memory.unified_memory import Memory
+
+    hashing = HashingEmbedder(CREWAI_DIMS)
+    where = Path(tempfile.mkdtemp(prefix="nomnesia-crewai-memory-"))
+
+    def embedder(texts: list[str]) -> list[list[float]]:
+        """Refuses a text that is not a ``str`` (``TypeError``), as an embedding API does:
+        ``Memory.recall`` hands its query to the embedder unchecked."""
+        for text in texts:
+            if not isinstance(text, str):
+                raise TypeError(f"the text to embed must be a str, not {type(text).__name__}")
+        return [hashing.embed_one(text) for text in texts]
+
+    memory = Memory(llm=crewai_memory_llm(), embedder=embedder,
+                    storage=LanceDBStorage(path=where / "memory"))
+    try:
+        yield memory
+    finally:
+        memory.close()
+        shutil.rmtree(where, ignore_errors=True)

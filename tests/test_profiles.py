@@ -222,6 +222,10 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 COMMAND = re.compile(r"^python -m pytest --pyargs nomnesia\.suite (--[a-z0-9-]+) (\S+)", re.M)
 PROFILE_OF = {"--langgraph-store": "history", "--mem0-memory": "memory"}
 PROFILE_OF["--adk-memory"] = "memory"  # issue 46
+PROFILE_OF.update({"--crewai-storage": "memory", "--crewai-memory": "memory"})  # issue 46
+ENGINE_ONLY = {"--crewai-storage", "--crewai-memory"}
+"""Options whose library keeps memory on disk only (CrewAI: LanceDB or Qdrant Edge files):
+the README has their real-engine command and no in-memory one."""
 """The profile each README command reaches where it is not ``history`` (LangGraph's
 ``InMemoryStore`` has no index: history)."""
 ENGINE_NEEDS = {
@@ -242,6 +246,10 @@ ENGINE_NEEDS = {
     # a file, but a package outside the interfaces extra (as adk_memory_sqlite above)
     "strands_sql_sqlite": ("strands_sql_session_manager",),
     "strands_sql_postgres": ("strands_sql_session_manager", "psycopg"),
+    # CrewAI's memory storages are embedded (LanceDB, Qdrant Edge: files, no server):
+    # LanceDB in a temporary directory is its real engine, and it has none in memory.
+    "crewai_lancedb": ("crewai", "lancedb"),
+    "crewai_memory": ("crewai", "lancedb"),
 }
 """What each real-engine command's ``pip install`` line adds to the interfaces extra."""
 
@@ -268,7 +276,8 @@ def test_the_readme_has_every_interface_in_memory_and_on_an_engine() -> None:
 
     in_memory, engine = _readme_commands()
     for interface in INTERFACES:
-        assert [f for o, f in in_memory if o == interface.option], interface.option
+        if interface.option not in ENGINE_ONLY:
+            assert [f for o, f in in_memory if o == interface.option], interface.option
         assert [f for o, f in engine if o == interface.option], interface.option
     for _, factory in engine:
         assert factory.startswith("nomnesia.suite.examples:"), factory

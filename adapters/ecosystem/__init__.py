@@ -155,4 +155,15 @@ AUDITS: dict[str, Audit] = {a.name: a for a in (
            "sqlalchemy", "psycopg"),
           "Strands SQLSessionManager (strands-agents-session) on PostgreSQL",
           "--strands-session"),
+    # --- issue 46 items 2-3: CrewAI's unified memory, through its two interface options.
+    # crewai pins openai<3, openai-agents needs openai>=3: a venv of their own.
+    Audit("crewai-lancedb", f"{_P}.crewai:lancedb", ("crewai", "lancedb"),
+          "CrewAI LanceDBStorage (memory StorageBackend)", "--crewai-storage",
+          requires=("crewai>=1.15.44",)),
+    Audit("crewai-memory", f"{_P}.crewai:memory", ("crewai", "lancedb"),
+          "CrewAI Memory (remember_many, recall, forget) on LanceDBStorage",
+          "--crewai-memory", requires=("crewai>=1.15.44",),
+          # Each save runs CrewAI's encoding Flow (embed, search, write) on Memory's one
+          # save worker: on 2 shared cores the adversarial-ids test alone needs over 120 s.
+          args=("--nomnesia-timeout=600",)),
 )}

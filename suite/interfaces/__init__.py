@@ -113,6 +113,16 @@ INTERFACES: tuple[Interface, ...] = (
               "session per user",
               "nomnesia.suite.examples:strands_file", "strands", "strands.session",
               "strands-agents"),
+    Interface("--crewai-storage", "nomnesia_crewai_storage",
+              "a CrewAI memory StorageBackend (LanceDBStorage, QdrantEdgeStorage ...), a "
+              "scope per user",
+              "crewai.memory.storage.lancedb_storage:LanceDBStorage", "crewai_storage",
+              "crewai.memory", "crewai"),
+    Interface("--crewai-memory", "nomnesia_crewai_memory",
+              "a CrewAI unified Memory (remember_many, recall, forget), a scope per user (for "
+              "one that needs no network see nomnesia.suite.examples)",
+              "crewai.memory.unified_memory:Memory", "crewai_memory", "crewai.memory",
+              "crewai"),
 )
 
 
