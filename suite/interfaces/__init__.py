@@ -107,6 +107,12 @@ INTERFACES: tuple[Interface, ...] = (
     Interface("--agno-db", "nomnesia_agno_db",
               "an agno BaseDb or AsyncBaseDb (SqliteDb, PostgresDb, InMemoryDb ...)",
               "agno.db.in_memory:InMemoryDb", "agno", "agno.db", "agno"),
+    Interface("--pydantic-ai-conversations", "nomnesia_pydantic_ai_conversations",
+              "a pydantic-ai ConversationStore (InMemoryConversationStore, or a backend of one's "
+              "own), loaded and saved around each turn, a conversation per user",
+              "pydantic_ai.conversation_store:InMemoryConversationStore",
+              "pydantic_ai_conversations", "pydantic_ai.conversation_store",
+              "pydantic-ai-slim"),
 )
 
 
