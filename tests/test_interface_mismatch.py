@@ -30,7 +30,7 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")  # read at mem0's import; offli
 for _library in ("numpy", "llama_index.core", "langgraph.store.memory", "agents",
                  "google.adk.sessions", "langchain_core.chat_history", "mem0",
                  "agent_framework", "langgraph.checkpoint.memory",
-                 "google.adk.memory", "agno.db.in_memory"):
+                 "google.adk.memory", "agno.db.in_memory", "pydantic_ai.conversation_store"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_library)
 
@@ -115,6 +115,15 @@ def agno_db() -> Any:
 
 
 OBJECTS.update({"--adk-memory": "adk_memory", "--agno-db": "agno_db"})  # issue 46
+
+
+def pydantic_ai_conversations() -> Any:
+    from pydantic_ai.conversation_store import InMemoryConversationStore
+
+    return InMemoryConversationStore()
+
+
+OBJECTS["--pydantic-ai-conversations"] = "pydantic_ai_conversations"  # issue 46 item 2
 OPTIONS = [i.option for i in INTERFACES]
 assert set(OBJECTS) == set(OPTIONS), "every option's mismatch is proven here"
 
