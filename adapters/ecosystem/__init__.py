@@ -139,4 +139,9 @@ AUDITS: dict[str, Audit] = {a.name: a for a in (
           "AutoGen RedisMemory (sequential) on Redis with RediSearch"),
     Audit("autogen-list", f"{_P}.autogen_memory:list_factory", ("autogen-core",),
           "AutoGen ListMemory"),
+    # --- issue 46 item 2: pydantic-ai's ConversationStore (its harness backends are not
+    # released: adapters/ecosystem/pydantic_ai_conversations.py) --------------------------
+    Audit("pydantic-ai-in-memory", f"{_P}.pydantic_ai_conversations:in_memory",
+          ("pydantic-ai-slim",), "pydantic-ai InMemoryConversationStore",
+          "--pydantic-ai-conversations"),
 )}
