@@ -38,70 +38,34 @@ it would lose one (G1), and one whose conflict wrote part of a save would store 
 A batch is one save of the conversation grown by every message of it, so the interface
 faults apply: a save one message of which cannot be stored must store none of them.
 
-What it cannot see: entry ids (the store mints its own), branches, forks, titles, usage and
+Beyond the history profile, the store's own promises are checked at its own interface
+(``promises``, run by ``test_interface_promises.py``; the checks are in
+``_conversation_checks.py``): a stale save never loses a message (G1), each message is
+stored once and in order (G2, G5), and a fork and its parent never see each other (G9).
+
+What the turns cannot see: entry ids (the store mints its own), branches, titles, usage and
 ``scope`` (a conversation saved without one), and search (the store has none).
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from ._base import Mapped, contract_role, text_of
+from ..contract import Guarantee
+from ._base import Mapped
+from ._conversation_checks import PROMISES, Check
+from ._conversation_messages import ROLE_OF, message, role_and_text
 from ._poison import PoisonedCall, StoredBatch, Unserializable, describe_batch
 
 __all__ = ["ATTEMPTS", "ROLE_OF", "ConversationStoreHistory", "message", "open_store",
            "role_and_text"]
 
-TOOL = "nomnesia"
-"""The tool name a ``tool`` message's ``ToolReturnPart`` carries."""
-
 ATTEMPTS = 64
 """How many times one append loads and saves before a conflict is raised to the suite: each
 conflict means another save landed, so a workload makes progress; a store that conflicts
 this often with no writer landing is reported (G12)."""
-
-ROLE_OF = {"user-prompt": "user", "system-prompt": "system", "tool-return": "tool",
-           "text": "assistant"}
-"""SPEC's role of a message, by its first part's ``part_kind``."""
-
-
-def message(role: str, content: str, poison: Any = None) -> Any:
-    """The message a run makes for SPEC's ``role`` holding ``content`` (``poison``, if any, in
-    its ``metadata``, application-only data the store keeps with it)."""
-    from pydantic_ai.messages import (
-        ModelRequest,
-        ModelResponse,
-        SystemPromptPart,
-        TextPart,
-        ToolReturnPart,
-        UserPromptPart,
-    )
-
-    role = contract_role(role)
-    metadata = None if poison is None else {"value": poison}
-    if role == "assistant":
-        return ModelResponse(parts=[TextPart(content=content)], metadata=metadata)
-    part: Any
-    if role == "user":
-        part = UserPromptPart(content=content)
-    elif role == "system":
-        part = SystemPromptPart(content=content)
-    else:
-        part = ToolReturnPart(tool_name=TOOL, content=content, tool_call_id=str(uuid.uuid4()))
-    return ModelRequest(parts=[part], metadata=metadata)
-
-
-def role_and_text(found: Any) -> dict[str, str]:
-    """A stored message as SPEC's role and content: its first part's kind, its parts' text
-    (a message a run made may hold several parts, a system prompt before a user prompt)."""
-    parts = list(getattr(found, "parts", ()) or ())
-    kind = str(getattr(parts[0], "part_kind", "")) if parts else ""
-    role = ROLE_OF.get(kind, kind or str(getattr(found, "kind", "")))
-    return {"role": role, "content": "".join(text_of(getattr(p, "content", "")) for p in parts)}
-
 
 class ConversationStoreHistory(Mapped):
     """The suite's calls on one ``ConversationStore``: a conversation per user."""
@@ -148,6 +112,19 @@ class ConversationStoreHistory(Mapped):
     async def forget(self, user_id: str) -> None:
         store = await self._object()
         await store.delete(user_id)
+
+    promise_family = "conversation-store"
+    """Which of ``test_interface_promises.py``'s tests judge :meth:`promises`."""
+
+    def promises(self) -> dict[Guarantee, Check]:
+        """The store's own promises, each a check under the guarantee it keeps
+        (``_conversation_checks``; ``test_interface_promises.py`` runs them)."""
+        return dict(PROMISES)
+
+    async def promise_subject(self) -> tuple[Any, str]:
+        """What the promises' checks call: the store itself, and how the log names it."""
+        store = await self._object()
+        return store, type(store).__name__
 
     async def stored_batch(self, user_id: str, batch: Sequence[tuple[str, str]]) -> StoredBatch:
         """One save of the conversation grown by every message of ``batch``."""
