@@ -12,7 +12,9 @@ suite catches what the store promises against, and takes its documented conflict
   again before the new ones (a backend that writes the whole history on each save): each
   message is stored more than once (G2);
 - :class:`DeleteKeepsRecord`: ``delete_record`` that checks the revision and deletes
-  nothing: a deleted conversation still loads (G8).
+  nothing: a deleted conversation still loads (G8);
+- :class:`DeleteSharedEntries`: ``delete_record`` that deletes every entry of the deleted
+  conversation's history, those a fork shares too: the fork loses its history (G9).
 """
 
 from __future__ import annotations
@@ -101,3 +103,19 @@ def whole_history() -> WholeHistory:
 
 def delete_keeps_record() -> DeleteKeepsRecord:
     return DeleteKeepsRecord()
+
+
+class DeleteSharedEntries(InMemoryConversationStore):
+    """A store whose ``delete_record`` deletes the whole history of the record it deletes."""
+
+    async def delete_record(self, conversation_id: str, *, expected_revision: str) -> None:
+        stored = self._records.get(conversation_id)
+        if stored is None or stored.revision != expected_revision:
+            raise ConversationConflict(conversation_id)
+        for entry in await self.read_history(stored.head_id):
+            self._entries.pop(entry.id, None)
+        del self._records[conversation_id]
+
+
+def delete_shared_entries() -> DeleteSharedEntries:
+    return DeleteSharedEntries()

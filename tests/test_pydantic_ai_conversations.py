@@ -142,6 +142,43 @@ def test_a_delete_that_keeps_the_conversation_fails_g8(pytester: pytest.Pytester
     assert next(iter(failures.values())).lstrip().startswith("G8 "), failures
 
 
+PROMISES = "test_a_stale_save or test_each_message_is_stored_once or test_a_fork_and"
+
+
+@pytest.mark.parametrize(("factory", "guarantee"), [
+    ("revision_ignored", "G1"),  # two saves at once both return, one message lost
+    ("whole_history", "G2"),  # the stored messages stored again
+    ("delete_shared_entries", "G9"),  # deleting the parent takes the fork's history
+])
+def test_the_store_promises_catch_each_planted_defect(
+        pytester: pytest.Pytester, factory: str, guarantee: str) -> None:
+    """``test_interface_promises.py``'s conversation-store checks: each planted defect fails
+    exactly one of them, under its guarantee (the real store passes all three, above)."""
+    result = pytester.inline_run(*SUITE, OPTION, f"pydantic_ai_stores:{factory}", "-k",
+                                 PROMISES)
+    failures = _findings_only(result)
+    assert len(failures) == 1, failures
+    assert next(iter(failures.values())).lstrip().startswith(f"{guarantee} "), failures
+    passed, _, _ = result.listoutcomes()
+    assert len(passed) == 2, [r.nodeid for r in passed]
+
+
+def test_the_store_promises_are_not_applicable_to_a_checkpointer_and_back(
+        pytester: pytest.Pytester) -> None:
+    """A conversation store is not judged by the checkpointer's promise tests, nor the
+    reverse: each family's tests skip the other as not applicable, never pass it."""
+    result = pytester.runpytest(*SUITE, OPTION, IN_MEMORY, "-k",
+                                f"{PROMISES} or test_checkpoints_are_listed", "-rs")
+    result.assert_outcomes(passed=3, skipped=1)
+    result.stdout.fnmatch_lines(["*a LangGraph checkpointer has them*"])
+    pytest.importorskip("langgraph.checkpoint.memory")
+    result = pytester.runpytest(*SUITE, "--langgraph-checkpointer",
+                                "langgraph.checkpoint.memory:InMemorySaver", "-k", PROMISES,
+                                "-rs")
+    result.assert_outcomes(skipped=3)
+    result.stdout.fnmatch_lines(["*a pydantic-ai ConversationStore has them*"])
+
+
 def test_an_agent_run_saved_reads_back_as_its_messages() -> None:
     """A real ``Agent`` run (``FunctionModel``, no network) saved as pydantic-ai's docs show
     reads back through the mapping as the run's messages, in order: its request of a system
