@@ -11,6 +11,10 @@ Mutant checks (each done by hand, each made the named test fail):
 - the planted ``one_turn`` removed from ``RevisionIgnored.write_record``: the save's own
   revision check runs with nothing in between, no message is lost, and
   ``test_a_save_that_skips_the_revision_check_loses_a_message`` finds nothing;
+- the two stale saves of ``_conversation_checks.stale_saves`` made one after the other
+  instead of at once: the base ``save`` checks the revision itself, so ``RevisionIgnored``
+  loses nothing and ``test_the_store_promises_catch_each_planted_defect[revision_ignored
+  -G1]`` fails;
 - ``role_and_text`` reading the last part instead of the first:
   ``test_an_agent_run_saved_reads_back_as_its_messages`` fails (a run's request of a system
   prompt and a user prompt reads as ``user`` holding both, not ``system``).
