@@ -389,3 +389,72 @@ def agno_postgres() -> Any:
     from agno.db.postgres import PostgresDb
 
     return PostgresDb(db_url="postgresql+psycopg://" + engine_url("postgres").split("://", 1)[1])
+
+
+# --------------------------------------------------------------------------- Strands sessions
+# (issue 46: a block of its own, so that other options' factories merge beside it)
+
+__all__ += ["STRANDS_OWN_SESSION", "strands_file", "strands_sql_postgres", "strands_sql_sqlite",
+            "strands_valkey"]
+
+STRANDS_OWN_SESSION = "nomnesia-repository"
+"""The session id a Strands backend's constructor is given: each is a session manager and a
+repository in one, and makes that session when it is made (the suite writes none there)."""
+
+
+@contextmanager
+def strands_file() -> Iterator[Any]:
+    """``--strands-session``: Strands' ``FileSessionManager`` as a repository, on a temporary
+    directory removed with the store (a directory per session id)."""
+    from strands.session import FileSessionManager
+
+    where = Path(tempfile.mkdtemp(prefix="nomnesia-strands-"))
+    try:
+        yield FileSessionManager(session_id=STRANDS_OWN_SESSION, storage_dir=str(where))
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+@contextmanager
+def strands_valkey() -> Iterator[Any]:
+    """``--strands-session``: ``ValkeySessionManager`` (``strands-valkey-session-manager``,
+    which keeps each record with ``JSON.SET``) on the suite's ``redis-search`` engine, Redis
+    with RedisJSON, through the ``valkey`` client."""
+    import valkey
+    from strands_valkey_session_manager import ValkeySessionManager
+
+    client = valkey.Valkey.from_url(engine_url("redis-search"))
+    try:
+        yield ValkeySessionManager(session_id=STRANDS_OWN_SESSION, client=client)
+    finally:
+        client.close()  # type: ignore[no-untyped-call,unused-ignore]
+
+
+def _strands_sql(url: str) -> Any:
+    from strands_sql_session_manager import SQLSessionManager
+
+    return SQLSessionManager(session_id=STRANDS_OWN_SESSION, url=url)
+
+
+@contextmanager
+def strands_sql_sqlite() -> Iterator[Any]:
+    """``--strands-session``: ``SQLSessionManager`` (``strands-sql-session-manager``, the
+    key-value ``KeyValueSessionManager`` of ``strands-agents-session`` over one SQLAlchemy
+    table) on a SQLite file in a temporary directory."""
+    where = Path(tempfile.mkdtemp(prefix="nomnesia-strands-sql-"))
+    manager = _strands_sql(f"sqlite:///{where / 'sessions.db'}")
+    try:
+        yield manager
+    finally:
+        manager.storage.engine.dispose()
+        shutil.rmtree(where, ignore_errors=True)
+
+
+@contextmanager
+def strands_sql_postgres() -> Iterator[Any]:
+    """``--strands-session``: ``SQLSessionManager`` on the suite's PostgreSQL (psycopg 3)."""
+    manager = _strands_sql("postgresql+psycopg://" + engine_url("postgres").split("://", 1)[1])
+    try:
+        yield manager
+    finally:
+        manager.storage.engine.dispose()

@@ -53,7 +53,6 @@ import concurrent.futures
 import contextvars
 import secrets
 import threading
-import warnings
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from functools import partial
@@ -65,6 +64,7 @@ from .base import StoreTests
 from .contract import G1, G2, G5, G10, G12, Guarantee
 from .core.history import short_repr
 from .core.loop import suite_test, within_op_timeout
+from .core.notes import not_exercised
 from .core.profiles import NOT_APPLICABLE
 from .core.recorder import LoggedStore, StoreFactory, opened, resolved_of
 from .core.settings import settings
@@ -84,6 +84,10 @@ transaction's batch read back in order by accident (openai-agents 0.3.3), with 1
 not."""
 _POPS = 6
 """Items in the session, and pops made at once."""
+_POP_ROUNDS = 3
+"""Rounds of ``_POPS`` pops, each on a new user, until one goes wrong: a select-then-delete
+pop's window is a few statements wide, and one round on a loaded machine missed it (the
+known-bugs row of openai-agents #4205, found alone, missed in a whole benchmark run)."""
 _LIMIT = 1000
 """Reads ask for more than the test ever writes for a user: the whole history."""
 
@@ -237,11 +241,13 @@ class TestInterfaceFaults(StoreTests):
             if control is None:
                 problems += _answers(thread, *await within_op_timeout(_in_thread(partial(
                     _elsewhere, store, (user, third), f"{token} from a thread, after"))))
-            else:
+            else:  # said in the run's summary, never a silent pass (issue 47)
                 skipped = (f"not tried after the poisoned call: {thread}; it failed before "
                            f"the call too ({control}), so it would prove nothing")
                 s.log.note(skipped, user)
-                warnings.warn(f"nomnesia: {skipped}", stacklevel=1)
+                not_exercised(f"poisoned batch: no store on another thread was tried after "
+                              f"the failed call, since one failed before it too ({control}): "
+                              "whether the failed batch left a lock held was not judged")
         if problems:
             (guarantee, head), rest = problems[0], problems[1:]
             detail = "\n".join([head] + [f"also {g}: {text}" for g, text in rest])
@@ -305,14 +311,14 @@ class TestInterfaceFaults(StoreTests):
     @pytest.mark.guarantee(G2, G1, G12)
     @suite_test
     async def test_concurrent_pops_return_each_item_once(self, store: StoreFactory) -> None:
-        """``_POPS`` pops at once of a session holding ``_POPS`` items.
+        """``_POPS`` pops at once of a session holding ``_POPS`` items, up to ``_POP_ROUNDS``
+        times.
 
         Troubleshooting: an item returned twice is a pop that reads the newest row and
         deletes it in two statements: claim it in one (``DELETE ... RETURNING``, or a row
         lock), and return only what this call deleted.
         """
         token = secrets.token_hex(4)  # ids unique per test and run (SPEC.md)
-        user = f"po{token}:ann"
         async with opened(store, raw=True) as raw:
             pop = getattr(raw, "pop_item", None)
             if not callable(pop):
@@ -321,34 +327,43 @@ class TestInterfaceFaults(StoreTests):
                             f"pop_item, is checked here), so there is nothing to pop; it "
                             f"would judge {G2}")
             s = LoggedStore(view_of(raw, resolved_of(raw)))
-            items = [(("user", "assistant")[i % 2], f"{token} item {i}") for i in range(_POPS)]
-            for role, content in items:
-                await s.append_message(user, role, content)
-            s.log.note(f"{_POPS} pop_item() calls at once: ...", user)
-            ends = await asyncio.gather(*(within_op_timeout(pop(user)) for _ in range(_POPS)))
-            popped = [_pairs([value])[0] for kind, value in ends if kind == "ok" and value]
-            s.log.note(f"... returned {_shown(popped)}", user)
-            left = _pairs(await raw.get_history(user, _LIMIT))
-        problems: list[tuple[Guarantee, str]] = []
-        twice = sorted(item for item, n in Counter(popped).items() if n > 1)
-        if twice:
-            problems.append((G2, f"{_POPS} concurrent pop_item() calls returned "
-                                 f"{short_repr([c for _, c in twice], 160)} more than once "
-                                 f"(each item is popped once): popped {_shown(popped)}"))
-        failed = [f"{kind}" + (f" {_said(value)}" if kind == "raised" else "")
-                  for kind, value in ends if kind != "ok"]
-        if failed:
-            problems.append((G12, f"{len(failed)} of {_POPS} concurrent pop_item() calls "
-                                  f"failed on a healthy store: {'; '.join(failed[:3])}"))
-        lost = [pair for pair in items if pair not in popped and pair not in left]
-        if lost:
-            problems.append((G1, f"after {_POPS} concurrent pop_item() calls, "
-                                 f"{short_repr([c for _, c in lost], 160)} was neither "
-                                 f"returned nor left in the session: {_shown(left)}"))
-        if problems:
-            (guarantee, head), rest = problems[0], problems[1:]
-            detail = "\n".join([head] + [f"also {g}: {text}" for g, text in rest])
-            raise GuaranteeViolation(guarantee, detail, s.log, user=user)
+            for round_ in range(_POP_ROUNDS):  # a race's window is narrow: more than one try
+                user = f"po{token}:ann{round_}"
+                problems = await _pop_round(s, raw, pop, user, token)
+                if problems:
+                    (guarantee, head), rest = problems[0], problems[1:]
+                    detail = "\n".join([head] + [f"also {g}: {text}" for g, text in rest])
+                    raise GuaranteeViolation(guarantee, detail, s.log, user=user)
+
+
+async def _pop_round(s: LoggedStore, raw: Any, pop: Callable[[str], Awaitable[Any]], user: str,
+                     token: str) -> list[tuple[Guarantee, str]]:
+    """``_POPS`` items appended, then ``_POPS`` pops at once: what went wrong, if anything."""
+    items = [(("user", "assistant")[i % 2], f"{token} item {i}") for i in range(_POPS)]
+    for role, content in items:
+        await s.append_message(user, role, content)
+    s.log.note(f"{_POPS} pop_item() calls at once: ...", user)
+    ends = await asyncio.gather(*(within_op_timeout(pop(user)) for _ in range(_POPS)))
+    popped = [_pairs([value])[0] for kind, value in ends if kind == "ok" and value]
+    s.log.note(f"... returned {_shown(popped)}", user)
+    left = _pairs(await raw.get_history(user, _LIMIT))
+    problems: list[tuple[Guarantee, str]] = []
+    twice = sorted(item for item, n in Counter(popped).items() if n > 1)
+    if twice:
+        problems.append((G2, f"{_POPS} concurrent pop_item() calls returned "
+                             f"{short_repr([c for _, c in twice], 160)} more than once "
+                             f"(each item is popped once): popped {_shown(popped)}"))
+    failed = [f"{kind}" + (f" {_said(value)}" if kind == "raised" else "")
+              for kind, value in ends if kind != "ok"]
+    if failed:
+        problems.append((G12, f"{len(failed)} of {_POPS} concurrent pop_item() calls "
+                              f"failed on a healthy store: {'; '.join(failed[:3])}"))
+    lost = [pair for pair in items if pair not in popped and pair not in left]
+    if lost:
+        problems.append((G1, f"after {_POPS} concurrent pop_item() calls, "
+                             f"{short_repr([c for _, c in lost], 160)} was neither "
+                             f"returned nor left in the session: {_shown(left)}"))
+    return problems
 
 def _in_order(when: str, wanted: list[Pair], got: list[Pair]) -> list[tuple[Guarantee, str]]:
     """The history must be ``wanted``, in that order: the same messages in another order

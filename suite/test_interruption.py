@@ -169,6 +169,7 @@ async def _verify(s: LoggedStore, m: Model, cut: Cut, outcome: Outcome) -> None:
             m.user(u).acked[again.id] = ("user", cut.content)
             m.user(u).maybe.pop(again.id, None)
             await check_user(s, m, u)
+            history = await bounded(s, f"get_history({u!r})", s.get_history(u, 100))
     elif cut.op == "compact" and s.keyed:
         # Covers are unseen: check_user's keyed reading is the whole check (summaries
         # first, then every acknowledged message but some older than the oldest live).
@@ -216,6 +217,29 @@ async def _verify(s: LoggedStore, m: Model, cut: Cut, outcome: Outcome) -> None:
     m.user(u).acked[extra.id] = ("user", "still here")
     expect((await s.get_history(u, 1))[-1].id == extra.id, Guarantee.READ_YOUR_WRITES,
            "an append after recovery is not the newest entry", s.log, user=u)
+    if cut.op == "append":
+        await _settled(s, cut, history)
+
+
+async def _settled(s: LoggedStore, cut: Cut, judged: list[Any]) -> None:
+    """The cut append's effect, judged after recovery, is the same once a later append of
+    the same user has returned: "took full effect or none" is a settled fact, not one the
+    next call may still change (SPEC G10). A write whose cancel left its transaction open on
+    a pooled connection commits with whatever that connection runs next, after the suite
+    read it as absent (openai-agents 0.19.4, PR #4212); only a read after that later call
+    sees it land."""
+    def copies(entries: list[Any]) -> int:
+        return sum(1 for e in entries if e.role == "user" and e.content == cut.content)
+
+    before = copies(judged)
+    later = await bounded(s, f"get_history({cut.user!r})", s.get_history(cut.user, 100))
+    now = copies(later)
+    expect(now == before, G10,
+           f"the interrupted append {'appeared' if now > before else 'vanished'} after it was "
+           f"judged: after recovery the history held it {before}x, and once a later append of "
+           f"the same user had returned, {now}x (its effect was not settled: a transaction "
+           f"the interruption left open, committed by a later call?): {describe(later)}",
+           s.log, user=cut.user)
 
 
 _UNCUT_RUNS = 3
@@ -278,6 +302,19 @@ def _cut_somewhere(op: str, cuts: int) -> None:
     if cuts == 0:
         not_exercised(f"{op}: every run completed before its cancel was delivered, so no "
                       "interruption was judged")
+
+
+def _own_failpoints_fired(op: str, action: str, fired: dict[str, int]) -> None:
+    """A failpoint named for ``op`` (``op`` one of its dotted parts, as in
+    ``tiered.append.after_archive``) that never fired during ``op`` judged nothing: say so by
+    name. Without this, one failpoint of ``op`` firing let every other one of it go untested
+    without a word (names of other operations, or of none, are not expected to fire here)."""
+    own = [name for name in fired if op in name.split(".")]
+    silent = [name for name in own if not fired[name]]
+    if silent:
+        not_exercised(f"{op}: failpoint{'s' if len(silent) > 1 else ''} "
+                      f"{', '.join(map(repr, silent))} armed to {action} never fired during "
+                      f"{op}, so the interruption there was not judged")
 
 
 def _store_without_failpoints(s: LoggedStore) -> bool:
@@ -367,4 +404,5 @@ class TestInterruption(StoreTests):
                    f"the interruption was never tested; armed to {action} but never fired: "
                    f"{', '.join(map(repr, never))} (does the store call "
                    "nomnesia.suite.contract.failpoints.failpoint with exactly these names?)")
+            _own_failpoints_fired(op, action, fired)
 

@@ -8,11 +8,19 @@ session ends. Tests share these engines: each must use its own namespace
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 
 import pytest
 
 from nomnesia.adapters.engines import EmbeddedProvider, ExternalProvider, Provider
+
+# Imported once per process, before any test: ``pytester.inline_run`` drops the modules a
+# run imported when it ends, and SQLAlchemy imported again beside its compiled extensions
+# (which the interpreter keeps) breaks the next test that uses it ("'InternalTraversal'
+# object is not callable"): an order-dependent failure that xdist's scheduling hid.
+with contextlib.suppress(ImportError):  # the project's tests without the interfaces extra
+    import sqlalchemy  # noqa: F401
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,10 @@ on another thread sees what the first wrote:
   failing store first heals it, so only one that probes from elsewhere first sees it (G10).
 - :class:`ConnectionReleasingHistory`: the same store with the transaction rolled back
   on the error: correct.
+- :class:`LoopBoundHistory`: correct, but every history of it shares a client bound to the
+  first event loop that wrote (as an engine or a pool made on one loop is): a store on
+  another loop fails before any poisoned call, so the after-call check from another thread
+  proves nothing and must be named not exercised, never passed in silence.
 """
 
 from __future__ import annotations
@@ -139,3 +143,16 @@ class ConnectionReleasingHistory(ConnectionWedgingHistory):
     owner: ClassVar[int | None] = None
     guard: ClassVar[threading.Lock] = threading.Lock()
     release_on_error = True
+
+
+class LoopBoundHistory(AtomicHistory):
+    loop: ClassVar[asyncio.AbstractEventLoop | None] = None
+    """The loop the shared "client" was made on: the first that wrote."""
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        running = asyncio.get_running_loop()
+        if type(self).loop is None:
+            type(self).loop = running
+        if type(self).loop is not running:
+            raise RuntimeError("the client is attached to a different loop")
+        self.add_messages(messages)

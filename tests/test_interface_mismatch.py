@@ -30,7 +30,8 @@ os.environ.setdefault("MEM0_TELEMETRY", "False")  # read at mem0's import; offli
 for _library in ("numpy", "llama_index.core", "langgraph.store.memory", "agents",
                  "google.adk.sessions", "langchain_core.chat_history", "mem0",
                  "agent_framework", "langgraph.checkpoint.memory",
-                 "google.adk.memory", "agno.db.in_memory", "pydantic_ai.conversation_store"):
+                 "google.adk.memory", "agno.db.in_memory", "strands.session",
+                 "pydantic_ai.conversation_store"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_library)
 
@@ -115,6 +116,18 @@ def agno_db() -> Any:
 
 
 OBJECTS.update({"--adk-memory": "adk_memory", "--agno-db": "agno_db"})  # issue 46
+
+
+@contextlib.contextmanager
+def strands_session() -> Any:
+    """Strands' ``FileSessionManager`` (a session repository) on a temporary directory."""
+    from nomnesia.suite.examples import strands_file
+
+    with strands_file() as repository:
+        yield repository
+
+
+OBJECTS["--strands-session"] = "strands_session"  # issue 46
 
 
 def pydantic_ai_conversations() -> Any:

@@ -106,6 +106,20 @@ def test_adk_memory_past_the_search_cap_is_a_usage_stop_not_a_finding() -> None:
     assert [m["content"] for m in asyncio.run(body())] == [f"message {i}" for i in (6, 7, 8)]
 
 
+def test_a_test_past_the_search_cap_is_not_applicable_never_failed(
+        pytester: pytest.Pytester) -> None:
+    """A test whose reads pass the cap stops with ``ReadCapped``: the suite reports it not
+    applicable, with what it needs, never as a failure (it once read as an unlabelled
+    failure in the summary by cause)."""
+    result = pytester.runpytest(*SUITE, "--adk-memory",
+                                "google.adk.memory:InMemoryMemoryService", "-k",
+                                "test_concurrent_forget", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines([
+        "*not applicable to this store: needs a read of more memories than one search "
+        "returns (ReadCapped: InMemoryMemoryService.search_memory returned 10 memories*"])
+
+
 def test_adk_memory_sqlite_forgets_through_a_rewind() -> None:
     """``SqliteMemoryService`` has no ``delete_memory``: forget is ADK's rewind, which it
     implements by deleting the rewound events (for this user only)."""

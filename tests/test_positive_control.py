@@ -224,6 +224,35 @@ def misspelled_failpoints() -> MisspelledFailpoints:
                                 archive=InMemoryArchive())
 
 
+class UnreachedAppendFailpoint(TieredMemoryStore):
+    """Declares one append failpoint more than its code reaches: the others still fire."""
+
+    capabilities = Capabilities(failpoints=True,
+                                failpoint_names=(*FAILPOINTS, "tiered.append.after_reply"))
+
+
+def unreached_append_failpoint() -> UnreachedAppendFailpoint:
+    from nomnesia.adapters.memory_tiers import InMemoryArchive, InMemoryIndex, InMemoryLog
+
+    return UnreachedAppendFailpoint(log=InMemoryLog(), index=InMemoryIndex(),
+                                    archive=InMemoryArchive())
+
+
+def test_an_operations_own_failpoint_that_never_fires_is_named_not_exercised(
+        pytester: pytest.Pytester, suite_args: tuple[str, ...]) -> None:
+    """One append failpoint firing once let every other append failpoint go unjudged
+    without a word (issue 47): each that never fires during its own operation is named."""
+    result = pytester.runpytest(*suite_args, "--store", f"{__name__}:unreached_append_failpoint",
+                                "-k", "test_failpoints_then_recover", "-p", "no:randomly")
+    text = result.stdout.str()
+    result.assert_outcomes(passed=6)
+    section = text[text.index("nomnesia: not exercised"):]
+    for action in ("raise", "cancel"):
+        assert (f"append: failpoint 'tiered.append.after_reply' armed to {action} never fired "
+                "during append, so the interruption there was not judged") in section, section
+    assert "compact: failpoint" not in section and "forget: failpoint" not in section, section
+
+
 @pytest.mark.parametrize("broken", ["misspelled names", "a second registry"])
 def test_failpoints_the_store_never_reaches_fail_the_failpoint_tests(
         pytester: pytest.Pytester,
@@ -492,6 +521,28 @@ class AppendNotAtomic(InMemoryStore):
         return entry
 
 
+class CommitsOnNextWrite(InMemoryStore):
+    """A write cancelled after it was sent stays in the connection's open transaction, which
+    the next write commits: read as absent after recovery, it lands later (openai-agents
+    0.19.4's SQLAlchemySession before PR #4212 rolled failed writes back)."""
+
+    async def append_message(self, user_id: str, role: str, content: str, *,
+                             message_id: str | None = None) -> Entry:
+        import asyncio
+
+        open_transaction: list[tuple[str, str, str, str | None]] = self.__dict__.setdefault(
+            "_open_transaction", [])
+        while open_transaction:  # this write's commit takes the left-open one with it
+            left = open_transaction.pop(0)
+            await super().append_message(*left[:3], message_id=left[3])
+        if not isinstance(user_id, str):
+            return await super().append_message(user_id, role, content, message_id=message_id)
+        open_transaction.append((user_id, role, content, message_id))
+        await asyncio.sleep(0)  # the commit's round trip: a cancel here leaves it open
+        open_transaction.pop()
+        return await super().append_message(user_id, role, content, message_id=message_id)
+
+
 class PartialPageSearch(InMemoryStore):
     """Pages through its index 5 hits at a time and raises on a partial page (k=3, k=7).
 
@@ -532,6 +583,7 @@ MUTANTS = [
     ("LockLeftHeld", "test_cancel_at_every_step_then_recover and append", "G10"),
     ("HalfCompaction", "test_cancel_at_every_step_then_recover and compact", "G10"),
     ("AppendNotAtomic", "test_cancel_at_every_step_then_recover and append", "G10"),
+    ("CommitsOnNextWrite", "test_cancelled_append_without_message_id", "G10"),
     ("PartialPageSearch", "test_cancel_at_every_step_then_recover and search", "G12"),
     ("LyingConsistency", "test_consistent_and_recoverable_when_quiescent", "G11"),
 ]

@@ -238,6 +238,10 @@ ENGINE_NEEDS = {
     "adk_memory_sqlite": ("aiosqlite",),  # ADK has no memory service on a server here
     "agno_postgres": ("sqlalchemy", "psycopg"),
     "agno_sqlite": ("sqlalchemy",),
+    "strands_valkey": ("strands_valkey_session_manager", "valkey"),
+    # a file, but a package outside the interfaces extra (as adk_memory_sqlite above)
+    "strands_sql_sqlite": ("strands_sql_session_manager",),
+    "strands_sql_postgres": ("strands_sql_session_manager", "psycopg"),
 }
 """What each real-engine command's ``pip install`` line adds to the interfaces extra."""
 
@@ -281,6 +285,20 @@ def test_the_readme_has_every_interface_in_memory_and_on_an_engine() -> None:
     for _, factory in engine:
         assert factory.startswith("nomnesia.suite.examples:"), factory
         assert factory.rpartition(":")[2] in examples.__all__, factory
+
+
+def test_every_readme_command_sits_in_a_code_block() -> None:
+    """A merge once left three commands in a paragraph and an unclosed fence that swallowed
+    the prose after it: the regex above still found them, the page a user reads did not."""
+    inside, stray = False, []
+    lines = README.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, 1):
+        if line.startswith("```"):
+            inside = not inside
+        elif COMMAND.match(line) and not inside:
+            stray.append(f"README.md:{number}: {line[:60]}")
+    assert not inside, "README.md ends inside a code block (a fence without its pair)"
+    assert not stray, "commands outside a code block:\n" + "\n".join(stray)
 
 
 def _readme_case(option: str, factory: str, profile: str, *, engine: bool) -> Any:

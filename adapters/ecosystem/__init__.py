@@ -139,6 +139,22 @@ AUDITS: dict[str, Audit] = {a.name: a for a in (
           "AutoGen RedisMemory (sequential) on Redis with RediSearch"),
     Audit("autogen-list", f"{_P}.autogen_memory:list_factory", ("autogen-core",),
           "AutoGen ListMemory"),
+    # --- issue 46: Strands session repositories, through --strands-session --------------
+    # (the examples' factories: a temporary directory, or fresh ids on a shared engine)
+    Audit("strands-file", "nomnesia.suite.examples:strands_file", ("strands-agents",),
+          "Strands FileSessionManager", "--strands-session"),
+    Audit("strands-valkey", "nomnesia.suite.examples:strands_valkey",
+          ("strands-valkey-session-manager", "strands-agents", "valkey"),
+          "Strands ValkeySessionManager on Redis with RedisJSON", "--strands-session"),
+    Audit("strands-sql-sqlite", "nomnesia.suite.examples:strands_sql_sqlite",
+          ("strands-sql-session-manager", "strands-session-sql", "strands-agents-session",
+           "sqlalchemy"),
+          "Strands SQLSessionManager (strands-agents-session) on SQLite", "--strands-session"),
+    Audit("strands-sql-postgres", "nomnesia.suite.examples:strands_sql_postgres",
+          ("strands-sql-session-manager", "strands-session-sql", "strands-agents-session",
+           "sqlalchemy", "psycopg"),
+          "Strands SQLSessionManager (strands-agents-session) on PostgreSQL",
+          "--strands-session"),
     # --- issue 46 item 2: pydantic-ai's ConversationStore (its harness backends are not
     # released: adapters/ecosystem/pydantic_ai_conversations.py) --------------------------
     Audit("pydantic-ai-in-memory", f"{_P}.pydantic_ai_conversations:in_memory",

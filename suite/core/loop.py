@@ -15,14 +15,17 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
+import pytest
+
 from nomnesia.suite.contract import Guarantee
 
 from .eventually import poll
 from .heartbeat import Heartbeat
 from .history import History, call_text
 from .history_format import write_test_histories
+from .profiles import NOT_APPLICABLE
 from .settings import OPTION_OF, settings
-from .violations import GuaranteeViolation, active_logs, store_error
+from .violations import GuaranteeViolation, UsageMistake, active_logs, store_error
 
 __all__ = ["in_flight", "run_async", "suite_test", "wait_until"]
 
@@ -155,7 +158,13 @@ def suite_test(fn: Callable[..., Coroutine[Any, Any, None]] | None = None, *,
         @functools.wraps(body)
         def test(*args: Any, **kwargs: Any) -> None:
             __tracebackhide__ = True
-            run_async(body(*args, **kwargs), timeout=timeout, what=body.__name__)
+            try:
+                run_async(body(*args, **kwargs), timeout=timeout, what=body.__name__)
+            except UsageMistake as exc:
+                if exc.needs is None:
+                    raise
+                pytest.skip(f"{NOT_APPLICABLE} to this store: needs {exc.needs} "
+                            f"({type(exc).__name__}: {exc})")
 
         return test
 

@@ -42,6 +42,11 @@ class UsageMistake(Exception):
     and the workload stops on it rather than count it against the store.
     """
 
+    needs: str | None = None
+    """Set where the mistake stops one test, not the run: what that test needs that the
+    store cannot give (ADK's memory, whose search returns at most ten memories, cannot be
+    read whole past ten). The test is then not applicable, never a failure (``suite_test``)."""
+
 
 # The histories recorded while a test body runs, so that a timeout can show what was in flight.
 active_logs: contextvars.ContextVar[list[History] | None] = contextvars.ContextVar(

@@ -107,6 +107,12 @@ INTERFACES: tuple[Interface, ...] = (
     Interface("--agno-db", "nomnesia_agno_db",
               "an agno BaseDb or AsyncBaseDb (SqliteDb, PostgresDb, InMemoryDb ...)",
               "agno.db.in_memory:InMemoryDb", "agno", "agno.db", "agno"),
+    Interface("--strands-session", "nomnesia_strands_session",
+              "a Strands Agents SessionRepository with delete_session (FileSessionManager, "
+              "ValkeySessionManager ...), driven as RepositorySessionManager drives it, a "
+              "session per user",
+              "nomnesia.suite.examples:strands_file", "strands", "strands.session",
+              "strands-agents"),
     Interface("--pydantic-ai-conversations", "nomnesia_pydantic_ai_conversations",
               "a pydantic-ai ConversationStore (InMemoryConversationStore, or a backend of one's "
               "own), loaded and saved around each turn, a conversation per user",

@@ -65,6 +65,8 @@ finds them all, in keyword and full-text search alike."""
 class ReadCapped(UsageMistake):
     """A read the interface cannot make whole: the service returned its cap of results."""
 
+    needs = "a read of more memories than one search returns"
+
 
 def _cap(service: Any) -> int | None:
     """How many memories one search of ``service`` returns at most, where it says so:

@@ -167,7 +167,7 @@ def repro_dir() -> Path:
 def _join() -> tuple[Cause, ...]:
     modules = ("shared", "langgraph", "langchain", "llama_index", "mem0", "openai_agents",
                "adk", "llama_memory", "redis_stores", "langchain_community", "langchain_redis",
-               "agent_framework", "agno", "autogen")
+               "agent_framework", "agno", "autogen", "strands")
     causes: list[Cause] = []
     for name in modules:
         causes += importlib.import_module(f"{__name__}.{name}").CAUSES
