@@ -57,6 +57,15 @@ class RevisionIgnored(InMemoryConversationStore):
                                    expected_revision=None if stored is None
                                    else stored.revision)
 
+    async def delete_record(self, conversation_id: str, *, expected_revision: str) -> None:
+        """Delete the record and keep every entry: a stale save may point past a delete into
+        entries the real store would free, and a read of those must not raise (the defect
+        planted is the lost message alone, not a ``KeyError`` the suite would read as G12)."""
+        stored = self._records.get(conversation_id)
+        if stored is None or stored.revision != expected_revision:
+            raise ConversationConflict(conversation_id)
+        del self._records[conversation_id]
+
 
 class WholeHistory(InMemoryConversationStore):
     """A store whose ``write_record`` writes the stored history again before new entries."""
