@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from .base import StoreTests
-from .contract import G5, G6, G8, G9, G10, G12, Guarantee
+from .contract import G1, G2, G5, G6, G8, G9, G10, G12, Guarantee
 from .core.fresh import Namespace
 from .core.history import History
 from .core.loop import suite_test
@@ -31,13 +31,32 @@ from .core.violations import GuaranteeViolation, watch
 __all__ = ["TestInterfacePromises"]
 
 
-def _not_applicable(store: object, guarantee: Guarantee) -> str:
+FAMILIES = {"checkpointer": "a LangGraph checkpointer has them, --langgraph-checkpointer",
+            "conversation-store": "a pydantic-ai ConversationStore has them, "
+                                  "--pydantic-ai-conversations"}
+"""The interfaces with promises of their own, by a mapping's ``promise_family`` (a mapping
+without one is a checkpointer's): each test below judges one family's promise."""
+
+
+def _not_applicable(store: object, guarantee: Guarantee, family: str) -> str:
     return (f"{NOT_APPLICABLE}: {type(store).__name__} maps no interface with promises of "
-            f"its own under {guarantee} (a LangGraph checkpointer has them, "
-            f"--langgraph-checkpointer); it would judge {guarantee}")
+            f"its own under {guarantee} ({FAMILIES[family]}); it would judge {guarantee}")
 
 
-async def _judge(factory: StoreFactory, guarantee: Guarantee) -> None:
+async def _subject(raw: Any) -> tuple[Any, str]:
+    """What the checks call, and how the log names it: a mapping's ``promise_subject``, or a
+    checkpointer mapping's saver."""
+    subject = getattr(raw, "promise_subject", None)
+    if callable(subject):
+        found: tuple[Any, str] = await subject()
+        return found
+    saver = await raw.saver()
+    return saver, (f"{type(saver.saver).__name__} "
+                   f"({'sync' if saver.synchronous else 'async'} methods)")
+
+
+async def _judge(factory: StoreFactory, guarantee: Guarantee,
+                 family: str = "checkpointer") -> None:
     """Run the mapping's check for ``guarantee``; a ``GuaranteeViolation`` for what it found."""
     ids = Namespace.new()
     log = History()
@@ -45,15 +64,16 @@ async def _judge(factory: StoreFactory, guarantee: Guarantee) -> None:
     async with opened(factory, raw=True) as raw:
         promises = getattr(raw, "promises", None)
         checks: dict[Guarantee, Any] = promises() if callable(promises) else {}
+        if getattr(raw, "promise_family", "checkpointer") != family:
+            checks = {}
         check = checks.get(guarantee)
         if check is None:
-            pytest.skip(_not_applicable(raw, guarantee))
-        saver = await raw.saver()
+            pytest.skip(_not_applicable(raw, guarantee, family))
+        subject, named = await _subject(raw)
         user = ids.token
-        log.note(f"{type(saver.saver).__name__} ({'sync' if saver.synchronous else 'async'} "
-                 f"methods): the check of {guarantee}", user)
+        log.note(f"{named}: the check of {guarantee}", user)
         try:
-            problems = await check(saver, ids.token, lambda text: log.note(text, user))
+            problems = await check(subject, ids.token, lambda text: log.note(text, user))
         except Exception as exc:
             raise GuaranteeViolation(
                 G12, f"a valid call of the check of {guarantee} raised "
@@ -125,3 +145,41 @@ class TestInterfacePromises(StoreTests):
         and roll it back (or release the connection) when the call is cancelled.
         """
         await _judge(store, G10)
+
+    @pytest.mark.guarantee(G1)
+    @suite_test
+    async def test_a_stale_save_never_loses_a_message(self, store: StoreFactory) -> None:
+        """A pydantic-ai ``ConversationStore``'s save from a copy loaded before another save
+        (or before a delete) raises ``ConversationConflict``, the documented answer, or at
+        least keeps the message the other save stored.
+
+        Troubleshooting: in ``write_record``, replace the record only where its stored
+        revision is ``expected_revision`` (one ``UPDATE ... WHERE revision = ?`` or a
+        compare-and-set), and raise ``ConversationConflict`` otherwise.
+        """
+        await _judge(store, G1, "conversation-store")
+
+    @pytest.mark.guarantee(G2)
+    @suite_test
+    async def test_each_message_is_stored_once(self, store: StoreFactory) -> None:
+        """A ``ConversationStore`` stores only the messages a save adds: a loaded
+        conversation saved with nothing new, or saved again, adds nothing twice, and its
+        entries read back in the order saved.
+
+        Troubleshooting: store ``new_entries`` as given, each once, and read a history by
+        following ``parent_id`` from the record's ``head_id``.
+        """
+        await _judge(store, G2, "conversation-store")
+
+    @pytest.mark.guarantee(G9)
+    @suite_test
+    async def test_a_fork_and_its_parent_never_see_each_other(
+            self, store: StoreFactory) -> None:
+        """A ``ConversationStore`` fork and the conversation it was forked from each keep
+        their own later messages, and deleting one leaves the other whole.
+
+        Troubleshooting: key a record by its own ``conversation_id`` only; in
+        ``delete_record``, delete only the entries no remaining record's history (its
+        ``head_id`` and ``branches``) reaches.
+        """
+        await _judge(store, G9, "conversation-store")

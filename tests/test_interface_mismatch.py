@@ -36,7 +36,8 @@ for _library in ("numpy", "llama_index.core", "langgraph.store.memory", "agents"
                  "agent_framework", "langgraph.checkpoint.memory",
                  "google.adk.memory", "agno.db.in_memory", "strands.session",
                  # lance's Rust logger may be set up once per process
-                 "crewai.memory.storage.lancedb_storage", "crewai.memory.unified_memory"):
+                 "crewai.memory.storage.lancedb_storage", "crewai.memory.unified_memory",
+                 "pydantic_ai.conversation_store"):
     with contextlib.suppress(ImportError):
         importlib.import_module(_library)
 
@@ -153,6 +154,15 @@ def crewai_memory() -> Iterator[Any]:
 
 OBJECTS.update({"--crewai-storage": "crewai_storage",  # issue 46, items 2 and 3
                 "--crewai-memory": "crewai_memory"})
+
+
+def pydantic_ai_conversations() -> Any:
+    from pydantic_ai.conversation_store import InMemoryConversationStore
+
+    return InMemoryConversationStore()
+
+
+OBJECTS["--pydantic-ai-conversations"] = "pydantic_ai_conversations"  # issue 46 item 2
 OPTIONS = [i.option for i in INTERFACES]
 assert set(OBJECTS) == set(OPTIONS), "every option's mismatch is proven here"
 

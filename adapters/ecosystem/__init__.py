@@ -166,4 +166,9 @@ AUDITS: dict[str, Audit] = {a.name: a for a in (
           # Each save runs CrewAI's encoding Flow (embed, search, write) on Memory's one
           # save worker: on 2 shared cores the adversarial-ids test alone needs over 120 s.
           args=("--nomnesia-timeout=600",)),
+    # --- issue 46 item 2: pydantic-ai's ConversationStore (its harness backends are not
+    # released: adapters/ecosystem/pydantic_ai_conversations.py) --------------------------
+    Audit("pydantic-ai-in-memory", f"{_P}.pydantic_ai_conversations:in_memory",
+          ("pydantic-ai-slim",), "pydantic-ai InMemoryConversationStore",
+          "--pydantic-ai-conversations"),
 )}

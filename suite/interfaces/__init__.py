@@ -123,6 +123,12 @@ INTERFACES: tuple[Interface, ...] = (
               "one that needs no network see nomnesia.suite.examples)",
               "crewai.memory.unified_memory:Memory", "crewai_memory", "crewai.memory",
               "crewai"),
+    Interface("--pydantic-ai-conversations", "nomnesia_pydantic_ai_conversations",
+              "a pydantic-ai ConversationStore (InMemoryConversationStore, or a backend of one's "
+              "own), loaded and saved around each turn, a conversation per user",
+              "pydantic_ai.conversation_store:InMemoryConversationStore",
+              "pydantic_ai_conversations", "pydantic_ai.conversation_store",
+              "pydantic-ai-slim"),
 )
 
 
