@@ -107,6 +107,11 @@ INTERFACES: tuple[Interface, ...] = (
     Interface("--agno-db", "nomnesia_agno_db",
               "an agno BaseDb or AsyncBaseDb (SqliteDb, PostgresDb, InMemoryDb ...)",
               "agno.db.in_memory:InMemoryDb", "agno", "agno.db", "agno"),
+    Interface("--agno-entities", "nomnesia_agno_entities",
+              "an agno EntityMemoryStore with a database and no model (per-user entity "
+              "memory, namespace \"user\"; see nomnesia.suite.examples)",
+              "nomnesia.suite.examples:agno_entities", "agno_entities", "agno.learn",
+              "agno"),
 )
 
 
