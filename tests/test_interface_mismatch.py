@@ -115,6 +115,15 @@ def agno_db() -> Any:
 
 
 OBJECTS.update({"--adk-memory": "adk_memory", "--agno-db": "agno_db"})  # issue 46
+
+
+def agno_entities() -> Any:
+    from nomnesia.suite.examples import agno_entities as made
+
+    return made()
+
+
+OBJECTS["--agno-entities"] = "agno_entities"  # issue 46 item 3
 OPTIONS = [i.option for i in INTERFACES]
 assert set(OBJECTS) == set(OPTIONS), "every option's mismatch is proven here"
 

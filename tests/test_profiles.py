@@ -222,6 +222,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 COMMAND = re.compile(r"^python -m pytest --pyargs nomnesia\.suite (--[a-z0-9-]+) (\S+)", re.M)
 PROFILE_OF = {"--langgraph-store": "history", "--mem0-memory": "memory"}
 PROFILE_OF["--adk-memory"] = "memory"  # issue 46
+PROFILE_OF["--agno-entities"] = "memory"  # issue 46 item 3
 """The profile each README command reaches where it is not ``history`` (LangGraph's
 ``InMemoryStore`` has no index: history)."""
 ENGINE_NEEDS = {
@@ -238,6 +239,8 @@ ENGINE_NEEDS = {
     "adk_memory_sqlite": ("aiosqlite",),  # ADK has no memory service on a server here
     "agno_postgres": ("sqlalchemy", "psycopg"),
     "agno_sqlite": ("sqlalchemy",),
+    "agno_entities_sqlite": ("sqlalchemy",),
+    "agno_entities_postgres": ("sqlalchemy", "psycopg"),
 }
 """What each real-engine command's ``pip install`` line adds to the interfaces extra."""
 
