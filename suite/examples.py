@@ -433,9 +433,12 @@ def agno_entities_sqlite() -> Iterator[Any]:
 
 
 def agno_entities_postgres() -> Any:
-    """``--agno-entities``: agno's ``EntityMemoryStore`` on ``PostgresDb`` on the suite's
-    PostgreSQL (psycopg 3)."""
-    from agno.db.postgres import PostgresDb
+    """``--agno-entities``: agno's ``EntityMemoryStore`` on ``AsyncPostgresDb`` on the
+    suite's PostgreSQL (psycopg 3, async). Not the sync ``PostgresDb``: the store's async
+    tool methods call a sync database inline, on the event loop (as under agno's
+    ``Agent.arun``), so a stalled engine would stall the whole process, the suite's own
+    timers included."""
+    from agno.db.postgres import AsyncPostgresDb
 
-    url = "postgresql+psycopg://" + engine_url("postgres").split("://", 1)[1]
-    return _entity_memory(PostgresDb(db_url=url))
+    url = "postgresql+psycopg_async://" + engine_url("postgres").split("://", 1)[1]
+    return _entity_memory(AsyncPostgresDb(db_url=url))

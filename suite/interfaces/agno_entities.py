@@ -39,9 +39,10 @@ supersession judge in ``remember_about``, skipped when it is ``None``); the fact
 store must have none, and the mapping refuses one that has (:class:`Misconfigured`),
 since a judge would retire facts by an LLM's opinion (and one with no database). The
 tools' calls on a sync ``BaseDb`` block the event loop, as they do under agno's
-``Agent.arun``; an ``AsyncBaseDb``'s are awaited. A keyword the release's signature
-refuses is this mapping's mismatch with the release (``InterfaceMismatch``), never the
-store's finding.
+``Agent.arun`` (so on a server engine, use agno's async database: a stalled engine would
+stall the process, the suite's timers included); an ``AsyncBaseDb``'s are awaited. A
+keyword the release's signature refuses is this mapping's mismatch with the release
+(``InterfaceMismatch``), never the store's finding.
 
 What it cannot see: message ids (agno makes a fact's id), compaction, events,
 relationships, and the interface faults (``remember_about`` calls ``str`` methods on every
