@@ -538,3 +538,56 @@ def crewai_memory() -> Iterator[Any]:
     finally:
         memory.close()
         shutil.rmtree(where, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- agno entity memory
+# (issue 46 item 3: a block of its own, so that other options' factories merge beside it)
+
+__all__ += ["agno_entities", "agno_entities_postgres", "agno_entities_sqlite"]
+
+
+def _entity_memory(db: Any) -> Any:
+    """agno's ``EntityMemoryStore`` on ``db``, per user (``namespace="user"``), with no
+    model (so no supersession judge: ``--agno-entities`` refuses a store with one)."""
+    from agno.learn import EntityMemoryConfig, EntityMemoryStore
+
+    return EntityMemoryStore(config=EntityMemoryConfig(db=db, namespace="user"))
+
+
+def agno_entities() -> Any:
+    """``--agno-entities``: agno's ``EntityMemoryStore`` on ``SqliteDb`` over an in-memory
+    SQLite database (one connection, ``StaticPool``, so every session sees it). agno's own
+    ``InMemoryDb`` cannot hold entity memory: its learning methods raise "not yet
+    implemented" (agno 3.1.10), which the store logs and reports as "Failed to record"."""
+    from agno.db.sqlite import SqliteDb
+    from sqlalchemy import create_engine
+    from sqlalchemy.pool import StaticPool
+
+    engine = create_engine("sqlite://", poolclass=StaticPool,
+                           connect_args={"check_same_thread": False})
+    return _entity_memory(SqliteDb(db_engine=engine))
+
+
+@contextmanager
+def agno_entities_sqlite() -> Iterator[Any]:
+    """``--agno-entities``: agno's ``EntityMemoryStore`` on ``SqliteDb``, a file in a
+    temporary directory removed with the store (agno makes its tables on first use)."""
+    from agno.db.sqlite import SqliteDb
+
+    where = Path(tempfile.mkdtemp(prefix="nomnesia-agno-entities-"))
+    try:
+        yield _entity_memory(SqliteDb(db_file=str(where / "agno.db")))
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
+def agno_entities_postgres() -> Any:
+    """``--agno-entities``: agno's ``EntityMemoryStore`` on ``AsyncPostgresDb`` on the
+    suite's PostgreSQL (psycopg 3, async). Not the sync ``PostgresDb``: the store's async
+    tool methods call a sync database inline, on the event loop (as under agno's
+    ``Agent.arun``), so a stalled engine would stall the whole process, the suite's own
+    timers included."""
+    from agno.db.postgres import AsyncPostgresDb
+
+    url = "postgresql+psycopg_async://" + engine_url("postgres").split("://", 1)[1]
+    return _entity_memory(AsyncPostgresDb(db_url=url))

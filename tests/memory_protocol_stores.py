@@ -7,6 +7,9 @@ class with one thing broken, so that the option's tests can show the suite catch
   session's runs inline and rewrites the whole list from a copy read before an await, as
   ``upsert_session`` did before agno 3 (agno #7479): two concurrent runs on one session
   lose one.
+- :class:`UserlessEntities` (issue 46 item 3): agno 3's ``EntityMemoryStore`` whose rows
+  are keyed without the user again, as before 3.0.0 (agno #9319): two users' same-named
+  entities share one row.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from collections.abc import Generator
 from typing import Any
 
 from agno.db.in_memory import InMemoryDb
+from agno.learn import EntityMemoryStore
 from google.adk.memory import InMemoryMemoryService
+
+from nomnesia.suite.examples import agno_entities
 
 
 @types.coroutine
@@ -68,3 +74,15 @@ def rewind_ignored() -> RewindIgnored:
 
 def inline_runs() -> InlineRuns:
     return InlineRuns()
+
+
+class UserlessEntities(EntityMemoryStore):
+    """Entity memory whose row id leaves the user out (agno 2.x's ``build_learning_id``)."""
+
+    def _build_entity_db_id(self, entity_id: str, entity_type: str, namespace: str,
+                            user_id: str | None = None) -> str:
+        return f"entity_{namespace}_{entity_type}_{entity_id}"
+
+
+def userless_entities() -> UserlessEntities:
+    return UserlessEntities(config=agno_entities().config)

@@ -163,6 +163,15 @@ def pydantic_ai_conversations() -> Any:
 
 
 OBJECTS["--pydantic-ai-conversations"] = "pydantic_ai_conversations"  # issue 46 item 2
+
+
+def agno_entities() -> Any:
+    from nomnesia.suite.examples import agno_entities as made
+
+    return made()
+
+
+OBJECTS["--agno-entities"] = "agno_entities"  # issue 46 item 3
 OPTIONS = [i.option for i in INTERFACES]
 assert set(OBJECTS) == set(OPTIONS), "every option's mismatch is proven here"
 

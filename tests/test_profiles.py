@@ -226,6 +226,7 @@ PROFILE_OF.update({"--crewai-storage": "memory", "--crewai-memory": "memory"})  
 ENGINE_ONLY = {"--crewai-storage", "--crewai-memory"}
 """Options whose library keeps memory on disk only (CrewAI: LanceDB or Qdrant Edge files):
 the README has their real-engine command and no in-memory one."""
+PROFILE_OF["--agno-entities"] = "memory"  # issue 46 item 3
 """The profile each README command reaches where it is not ``history`` (LangGraph's
 ``InMemoryStore`` has no index: history)."""
 ENGINE_NEEDS = {
@@ -250,6 +251,8 @@ ENGINE_NEEDS = {
     # LanceDB in a temporary directory is its real engine, and it has none in memory.
     "crewai_lancedb": ("crewai", "lancedb"),
     "crewai_memory": ("crewai", "lancedb"),
+    "agno_entities_sqlite": ("sqlalchemy",),
+    "agno_entities_postgres": ("sqlalchemy", "psycopg"),
 }
 """What each real-engine command's ``pip install`` line adds to the interfaces extra."""
 

@@ -129,6 +129,11 @@ INTERFACES: tuple[Interface, ...] = (
               "pydantic_ai.conversation_store:InMemoryConversationStore",
               "pydantic_ai_conversations", "pydantic_ai.conversation_store",
               "pydantic-ai-slim"),
+    Interface("--agno-entities", "nomnesia_agno_entities",
+              "an agno EntityMemoryStore with a database and no model (per-user entity "
+              "memory, namespace \"user\"; see nomnesia.suite.examples)",
+              "nomnesia.suite.examples:agno_entities", "agno_entities", "agno.learn",
+              "agno"),
 )
 
 
