@@ -11,7 +11,7 @@ Mutant checks (each done by hand, each made the named test fail):
 - ``AdkMemory.get_history`` without the ``ReadCapped`` check: the in-memory short run
   reads the oldest 10 memories as the history (G3 in ``test_history_limit...``), which
   ``test_adk_memory_past_the_search_cap_is_a_usage_stop_not_a_finding`` catches;
-- ``agno._whole`` bypassed (the sync call awaited under plain ``to_thread``):
+- ``_base.in_thread`` bypassed (the sync call awaited under plain ``to_thread``):
   ``test_agno_sync_db_cancelled_between_calls`` fails (G10: the cancelled append's thread
   stores its run after the suite moved on);
 - the planted await removed from ``InlineRuns.upsert_run``, or an ``asyncio.Lock`` put

@@ -13,7 +13,8 @@ from typing import Any
 from ..contract.validation import validate_role
 from ..core.violations import UsageMistake
 
-__all__ = ["InterfaceMismatch", "Mapped", "contract_role", "enter", "has", "per_user", "text_of",
+__all__ = ["InterfaceMismatch", "Mapped", "contract_role", "enter", "has", "in_thread", "per_user",
+           "text_of",
            "what"]
 
 
@@ -41,6 +42,32 @@ def needs_id(factory: Callable[..., Any]) -> bool:
         return False
     return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
                for p in params)
+
+
+async def in_thread(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """A library's sync ``call`` in a worker thread, awaited to its end even when cancelled,
+    and the cancel raised after it.
+
+    A sync call cannot be stopped: cancelled under plain ``to_thread``, the await would end
+    while the call wrote on, and the suite would read a write the library made in full as
+    one that landed after the cancel. The libraries that call their sync stores from async
+    code (agno's ``Agent``, a Strands agent's hooks, CrewAI's ``Memory``) call them on the
+    event loop, so a cancel reaches them only between calls: waiting for the thread does
+    the same (``--agno-db``, ``--strands-session``, ``--crewai-storage``).
+    """
+    task: asyncio.Future[Any] = asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs))
+    cancelled = False
+    while True:
+        try:
+            result = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            cancelled = True
+            continue
+        if cancelled:
+            raise asyncio.CancelledError
+        return result
 
 
 class InterfaceMismatch(UsageMistake):

@@ -36,45 +36,20 @@ summaries, and search (agno's sessions have none).
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from ..contract.validation import validate_limit
-from ._base import Mapped, contract_role, text_of
+from ._base import Mapped, contract_role, in_thread, text_of
 from ._poison import PoisonedCall, Unserializable, describe_batch
 
 __all__ = ["AGENT", "AgnoSessions", "open_store"]
 
 AGENT = "nomnesia"
-
-
-async def _whole(call: Awaitable[Any]) -> Any:
-    """``call`` (a sync method in a worker thread), awaited to its end even when cancelled,
-    and the cancel raised after it.
-
-    A sync call cannot be stopped: cancelled under ``to_thread``, the await would end while
-    the call wrote on, and the suite would take a write the library made in full for one
-    that landed after the cancel. agno's own ``Agent`` calls a sync ``BaseDb`` on the event
-    loop, so a cancel reaches it between calls: waiting for the thread does the same.
-    """
-    task = asyncio.ensure_future(call)
-    cancelled = False
-    while True:
-        try:
-            result = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if task.done():
-                raise
-            cancelled = True
-            continue
-        if cancelled:
-            raise asyncio.CancelledError
-        return result
 
 
 class AgnoSessions(Mapped):
@@ -89,7 +64,7 @@ class AgnoSessions(Mapped):
         method = getattr(db, name)
         if inspect.iscoroutinefunction(method):
             return await method(*args, **kwargs)
-        return await _whole(asyncio.to_thread(method, *args, **kwargs))
+        return await in_thread(method, *args, **kwargs)
 
     async def _session(self, user_id: str) -> Any:
         from agno.db.base import SessionType

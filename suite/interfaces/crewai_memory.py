@@ -29,7 +29,7 @@ profile, through the methods its users call.
 
 A memory is read back as the role the mapping kept in its metadata and its content.
 ``Memory`` calls its storage's sync methods, so the mapping calls ``Memory``'s sync methods
-in a worker thread (``crewai_storage.in_thread``, which waits for the thread when
+in a worker thread (``_base.in_thread``, which waits for the thread when
 cancelled; ``aremember_many``, ``arecall`` "delegate to sync for now").
 
 ``Memory`` needs an LLM and an embedder, both OpenAI by default. It takes any ``BaseLLM``
@@ -50,8 +50,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from ..contract.validation import validate_limit
-from ._base import Mapped, contract_role
-from .crewai_storage import ALL, entry, in_thread, user_scope
+from ._base import Mapped, contract_role, in_thread
+from .crewai_storage import ALL, entry, user_scope
 
 __all__ = ["CrewaiMemory", "open_store"]
 

@@ -44,7 +44,6 @@ not the backend's) and ``Memory``'s LLM consolidation (see ``--crewai-memory``).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import math
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -53,10 +52,10 @@ from typing import Any
 from urllib.parse import quote
 
 from ..contract.validation import validate_limit
-from ._base import Mapped, contract_role, text_of
+from ._base import Mapped, contract_role, in_thread, text_of
 from ._poison import PoisonedCall, Unserializable, describe_batch
 
-__all__ = ["ALL", "DIMS", "CrewaiStorage", "embed", "entry", "in_thread", "open_store",
+__all__ = ["ALL", "DIMS", "CrewaiStorage", "embed", "entry", "open_store",
            "user_scope"]
 
 ALL = 10_000
@@ -91,25 +90,6 @@ def embed(text: str) -> list[float]:
         vector[bucket] += 1.0 if digest[4] & 1 else -1.0
     norm = math.sqrt(sum(x * x for x in vector)) or 1.0
     return [x / norm for x in vector]
-
-
-async def in_thread(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``call`` in a worker thread, awaited to its end even when cancelled, and the cancel
-    raised after it (``--agno-db``'s ``_whole``, for the same reason: a thread cannot be
-    stopped, so a cancel that ended only the await would let the call write on unseen)."""
-    task: asyncio.Future[Any] = asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs))
-    cancelled = False
-    while True:
-        try:
-            result = await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if task.done():
-                raise
-            cancelled = True
-            continue
-        if cancelled:
-            raise asyncio.CancelledError
-        return result
 
 
 def entry(record: Any) -> dict[str, str]:

@@ -35,7 +35,7 @@ What maps to what:
   ``read_session`` finds none) is the forget of an unknown user, which SPEC says succeeds.
 
 Each operation runs its sync calls in one worker thread, awaited to its end when
-cancelled (``agno._whole``): a Strands agent calls its session manager from its hooks, so a
+cancelled (``_base.in_thread``): a Strands agent calls its session manager from its hooks, so a
 cancel reaches it between appends, never inside one.
 
 What it cannot see: message redaction (``update_message``), agent state and multi-agent
@@ -45,14 +45,12 @@ takes one message, so no batch, and no poisoned batch, applies.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from ..contract.validation import validate_limit
-from ._base import Mapped, contract_role, text_of
-from .agno import _whole
+from ._base import Mapped, contract_role, in_thread, text_of
 
 __all__ = ["AGENT", "PAGE", "StrandsSessions", "open_store"]
 
@@ -88,7 +86,7 @@ class StrandsSessions(Mapped):
     async def _run(self, work: Callable[[Any], Any]) -> Any:
         """``work(repository)`` in a worker thread, awaited whole (see the docstring)."""
         repository = await self._object()
-        return await _whole(asyncio.to_thread(work, repository))
+        return await in_thread(work, repository)
 
     async def append_message(self, user_id: str, role: str, content: str) -> None:
         message = _message(role, content)
