@@ -17,9 +17,11 @@ from __future__ import annotations
 import asyncio
 import importlib
 import re
+from functools import partial
 from typing import Any
 
 import pytest
+from interface_runs import SUITE, findings_only  # tests/ is on sys.path
 
 pytest.importorskip("agno.learn")
 pytest.importorskip("google.adk.memory")  # memory_protocol_stores imports it
@@ -30,8 +32,9 @@ for _library in ("sqlalchemy", "sqlalchemy.pool", "agno.db.sqlite", "agno.learn"
 
 pytest_plugins = ("pytester",)
 
-SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly")
-GUARANTEE_FIRST = re.compile(r"^(G(\d{1,2}) [a-z ]+|Inputs): ")
+_findings_only = partial(findings_only, also=("NotRecorded", "Misconfigured"))
+"""This file's runs: findings only (and never `NotRecorded`, `Misconfigured`)."""
+
 SUBSET = ("test_contract or test_forget or test_users_are_isolated or "
           "test_search_returns_at_most_k or test_unknown_user_is_empty or "
           "test_search_finds_exact_content")
@@ -41,16 +44,6 @@ SUBSET = ("test_contract or test_forget or test_users_are_isolated or "
 def _quiet_ini(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.syspathinsert(str(__import__("pathlib").Path(__file__).parent))
-
-
-def _findings_only(reprec: pytest.HookRecorder) -> dict[str, str]:
-    failures = {r.nodeid: r.longreprtext for r in reprec.getreports("pytest_runtest_logreport")
-                if r.failed}
-    for nodeid, text in failures.items():
-        assert GUARANTEE_FIRST.match(text.lstrip()), f"{nodeid}: not a finding:\n{text[:600]}"
-        for error in ("InterfaceMismatch", "AttributeError", "NotRecorded", "Misconfigured"):
-            assert error not in text, f"{nodeid}: {error}:\n{text[:600]}"
-    return failures
 
 
 def test_agno_entities_is_judged_with_no_interface_error(pytester: pytest.Pytester) -> None:

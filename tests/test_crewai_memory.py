@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 
 import pytest
+from interface_runs import SUITE, findings_only  # tests/ is on sys.path
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")  # read at CrewAI's import
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
@@ -37,8 +37,9 @@ pytest.importorskip("crewai.memory.unified_memory")
 
 pytest_plugins = ("pytester",)
 
-SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly")
-GUARANTEE_FIRST = re.compile(r"^(G(\d{1,2}) [a-z ]+|Inputs): ")
+_findings_only = findings_only
+"""This file's runs: findings only."""
+
 SUBSET = ("test_forget_removes_everything or test_users_are_isolated or "
           "test_search_returns_at_most_k or test_unknown_user_is_empty or "
           "test_search_finds_exact_content")
@@ -52,20 +53,6 @@ def _quiet_ini(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> No
     pytester.syspathinsert(str(__import__("pathlib").Path(__file__).parent))
     monkeypatch.setenv("CREWAI_DISABLE_TELEMETRY", "true")
     monkeypatch.setenv("CREWAI_TRACING_ENABLED", "false")
-
-
-def _failures(reprec: pytest.HookRecorder) -> dict[str, str]:
-    return {r.nodeid: r.longreprtext for r in reprec.getreports("pytest_runtest_logreport")
-            if r.failed}
-
-
-def _findings_only(reprec: pytest.HookRecorder) -> dict[str, str]:
-    failures = _failures(reprec)
-    for nodeid, text in failures.items():
-        assert GUARANTEE_FIRST.match(text.lstrip()), f"{nodeid}: not a finding:\n{text[:600]}"
-        for error in ("InterfaceMismatch", "AttributeError", "unlabelled"):
-            assert error not in text, f"{nodeid}: {error}:\n{text[:600]}"
-    return failures
 
 
 def _one_failure_under(reprec: pytest.HookRecorder, guarantee: str) -> str:

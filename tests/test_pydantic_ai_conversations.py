@@ -27,37 +27,23 @@ import re
 from pathlib import Path
 
 import pytest
+from interface_runs import SUITE, findings_only  # tests/ is on sys.path
 
 pytest.importorskip("pydantic_ai.conversation_store")
 
 pytest_plugins = ("pytester",)
 
-SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly")
+_findings_only = findings_only
+"""This file's runs: findings only."""
+
 OPTION = "--pydantic-ai-conversations"
 IN_MEMORY = "pydantic_ai.conversation_store:InMemoryConversationStore"
-GUARANTEE_FIRST = re.compile(r"^\s*(G(\d{1,2}) [a-z ]+|Inputs): ")
 
 
 @pytest.fixture(autouse=True)
 def _quiet_ini(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.syspathinsert(str(Path(__file__).parent))
-
-
-def _failures(reprec: pytest.HookRecorder) -> dict[str, str]:
-    return {r.nodeid: r.longreprtext for r in reprec.getreports("pytest_runtest_logreport")
-            if r.failed}
-
-
-def _findings_only(reprec: pytest.HookRecorder) -> dict[str, str]:
-    """The failed tests' texts, each checked to be a finding (a guarantee first), never an
-    interface error."""
-    failures = _failures(reprec)
-    for nodeid, text in failures.items():
-        assert GUARANTEE_FIRST.match(text), f"{nodeid}: not a finding:\n{text[:600]}"
-        for error in ("InterfaceMismatch", "AttributeError", "unlabelled"):
-            assert error not in text, f"{nodeid}: {error}:\n{text[:600]}"
-    return failures
 
 
 def _guarantees(failures: dict[str, str]) -> set[str]:

@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import re
+from functools import partial
 
 import pytest
+from interface_runs import SUITE, findings_only  # tests/ is on sys.path
 
 pytest.importorskip("strands.session")
 
 pytest_plugins = ("pytester",)
 
-SUITE = ("--pyargs", "nomnesia.suite", "-p", "no:cacheprovider", "-p", "no:randomly")
-GUARANTEE_FIRST = re.compile(r"^\s*(G(\d{1,2}) [a-z ]+|Inputs): ")
+_findings_only = partial(findings_only, also=("TypeError",))
+"""This file's runs: findings only (and never `TypeError`)."""
+
 FILE = "nomnesia.suite.examples:strands_file"
 
 
@@ -33,20 +36,6 @@ FILE = "nomnesia.suite.examples:strands_file"
 def _quiet_ini(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.syspathinsert(str(__import__("pathlib").Path(__file__).parent))
-
-
-def _failures(reprec: pytest.HookRecorder) -> dict[str, str]:
-    return {r.nodeid: r.longreprtext for r in reprec.getreports("pytest_runtest_logreport")
-            if r.failed}
-
-
-def _findings_only(reprec: pytest.HookRecorder) -> dict[str, str]:
-    failures = _failures(reprec)
-    for nodeid, text in failures.items():
-        assert GUARANTEE_FIRST.match(text), f"{nodeid}: not a finding:\n{text[:600]}"
-        for error in ("InterfaceMismatch", "AttributeError", "TypeError"):
-            assert error not in text, f"{nodeid}: {error}:\n{text[:600]}"
-    return failures
 
 
 def test_file_repository_is_judged_with_no_interface_error(pytester: pytest.Pytester) -> None:
