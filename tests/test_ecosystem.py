@@ -405,3 +405,22 @@ def test_the_audits_take_their_engines_from_the_suites_session() -> None:
         assert _engines.url("postgres") == "fake://postgres"
     finally:
         uninstall()
+
+
+def test_a_suite_that_crashed_leaves_no_results_and_the_others_still_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A segfault in a library's native code (langchain-sql-postgres under asyncpg, once)
+    used to stop ``nox -s audits`` at that audit, and an earlier run's JSON would have been
+    read as its findings: run.py removes it first and returns ``CRASHED``, which the session
+    accepts until the render names the audit without results."""
+    import subprocess
+
+    from nomnesia.adapters.ecosystem import run
+
+    name = next(iter(AUDITS))
+    stale = tmp_path / f"{name}.json"
+    stale.write_text("{}", encoding="utf-8")
+    monkeypatch.setattr(run, "python_for", lambda audit, results: "python")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, -11))
+    assert run.main([name, "--results", str(tmp_path)]) == run.CRASHED
+    assert not stale.exists()

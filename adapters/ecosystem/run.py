@@ -22,7 +22,11 @@ from pathlib import Path
 
 from . import AUDITS, Audit
 
-__all__ = ["main", "python_for"]
+__all__ = ["CRASHED", "main", "python_for"]
+
+CRASHED = 3
+"""This command's exit status when the suite itself crashed (a segfault in a library's native
+code, an INTERNALERROR): ``nox -s audits`` goes on with the other audits and fails at the end."""
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout: audits run from one (``pip install -e``), as ``nox -s audits`` does."""
@@ -54,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     audit, results = AUDITS[args.audit], args.results.resolve()
     results.mkdir(parents=True, exist_ok=True)
     python = python_for(audit, results)
+    for stale in (results / f"{audit.name}.json", results / f"{audit.name}.xml"):
+        stale.unlink(missing_ok=True)  # a crashed run must leave no earlier run's findings
     # Suite failures are the findings (exit 1), not a failure of this command.
     suite = subprocess.run([python, "-m", "pytest", "--pyargs", "nomnesia.suite", *audit.argv,
                             "-q", "-p", "no:cacheprovider",
@@ -61,8 +67,11 @@ def main(argv: list[str] | None = None) -> int:
                             f"--junitxml={results / audit.name}.xml", *pytest_args],
                            cwd=results, check=False)
     if suite.returncode not in (0, 1):
-        print(f"{audit.name}: the suite exited {suite.returncode}", file=sys.stderr)
-        return suite.returncode
+        how = (f"was killed by signal {-suite.returncode}" if suite.returncode < 0
+               else f"exited {suite.returncode}")
+        print(f"{audit.name}: the suite {how}, so it judged nothing: no results are kept, and "
+              "the render names it among those without results", file=sys.stderr)
+        return CRASHED
     module = "nomnesia.adapters.ecosystem"
     commands = [[python, "-m", f"{module}.report", "probe", audit.name, "--results", str(results)]]
     if audit.requires:  # its own causes' reproductions need its own libraries
