@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from ._base import text_of
+from ._base import in_thread, text_of
 
 __all__ = ["ASYNC_METHODS", "SYNC_METHODS", "PlannedFailure", "Saver", "entry", "message",
            "synchronous_only", "thread"]
@@ -99,20 +99,20 @@ class Saver:
     async def _run(self, method: str, *args: Any, **kwargs: Any) -> Any:
         """``a<method>`` of the saver, or ``<method>`` in a worker thread."""
         if self.synchronous:
-            return await asyncio.to_thread(getattr(self.saver, method), *args, **kwargs)
+            return await in_thread(getattr(self.saver, method), *args, **kwargs)
         return await getattr(self.saver, f"a{method}")(*args, **kwargs)
 
     async def invoke(self, thread_id: str, messages: Sequence[Any]) -> Any:
         """One run of the graph on ``thread_id`` with ``messages`` as its input."""
         if self.synchronous:
-            return await asyncio.to_thread(self.graph.invoke, {"messages": list(messages)},
-                                           thread(thread_id))
+            return await in_thread(self.graph.invoke, {"messages": list(messages)},
+                                   thread(thread_id))
         return await self.graph.ainvoke({"messages": list(messages)}, thread(thread_id))
 
     async def messages(self, thread_id: str) -> list[Any]:
         """``(a)get_state(thread).values["messages"]``: the thread's messages, oldest first."""
         if self.synchronous:
-            state = await asyncio.to_thread(self.graph.get_state, thread(thread_id))
+            state = await in_thread(self.graph.get_state, thread(thread_id))
         else:
             state = await self.graph.aget_state(thread(thread_id))
         return list(state.values.get("messages", []))
@@ -120,7 +120,7 @@ class Saver:
     async def states(self, thread_id: str) -> list[Any]:
         """``(a)get_state_history(thread)``: every state of the thread, newest first."""
         if self.synchronous:
-            return await asyncio.to_thread(
+            return await in_thread(
                 lambda: list(self.graph.get_state_history(thread(thread_id))))
         return [s async for s in self.graph.aget_state_history(thread(thread_id))]
 
@@ -130,7 +130,7 @@ class Saver:
     async def list(self, config: dict[str, Any] | None, *, before: dict[str, Any] | None = None,
                    limit: int | None = None) -> list[Any]:
         if self.synchronous:
-            return await asyncio.to_thread(
+            return await in_thread(
                 lambda: list(self.saver.list(config, before=before, limit=limit)))
         return [t async for t in self.saver.alist(config, before=before, limit=limit)]
 

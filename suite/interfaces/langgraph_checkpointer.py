@@ -35,7 +35,9 @@ Reads are never queued.
 
 Sync savers: a saver whose async methods raise ``NotImplementedError`` (``SqliteSaver``,
 ``PostgresSaver``) is driven through the graph's sync methods (``invoke``, ``get_state``,
-``delete_thread``), each in a worker thread, as a threaded application calls them; the
+``delete_thread``), each in a worker thread, as a threaded application calls them, and
+awaited to its end when the suite cancels it (``_base.in_thread``: such an application cannot
+cancel a call midway, and the thread would write on after a cancel the suite made); the
 mapping finds out by reading a never-written thread once, when it opens.
 
 Beyond the history profile, the checkpointer's own promises are checked at its own

@@ -1,6 +1,8 @@
 """mem0's ``Memory`` and ``AsyncMemory`` as a store of the ``memory`` profile, told apart by
 their ``add``: a coroutine function on ``AsyncMemory``, a plain one on ``Memory`` (whose
-calls run in a worker thread, ``asyncio.to_thread``, so they never block the event loop).
+calls run in a worker thread, so they never block the event loop, each awaited to its end when
+cancelled: ``_base.in_thread``, since a thread cannot be stopped and a sync caller cannot cancel
+mid-call; ``AsyncMemory``'s own ``to_thread`` calls are mem0's, and judged as they are).
 
 What maps to what:
 
@@ -44,7 +46,6 @@ directory or on the suite's PostgreSQL with pgvector.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -52,7 +53,7 @@ from datetime import datetime
 from typing import Any
 
 from ..contract.validation import validate_limit
-from ._base import InterfaceMismatch, Mapped, contract_role, has, text_of, what
+from ._base import InterfaceMismatch, Mapped, contract_role, has, in_thread, text_of, what
 from ._poison import PoisonedCall, Unserializable, describe_batch
 
 __all__ = ["ALL", "Mem0Memory", "open_store"]
@@ -112,7 +113,7 @@ class Mem0Memory(Mapped):
                     f"speak")) from refused
         if inspect.iscoroutinefunction(method):
             return await method(*args, **kwargs)
-        return await asyncio.to_thread(method, *args, **kwargs)
+        return await in_thread(method, *args, **kwargs)  # a sync Memory: awaited whole
 
     async def append_message(self, user_id: str, role: str, content: str) -> None:
         message = {"role": contract_role(role), "content": content}
