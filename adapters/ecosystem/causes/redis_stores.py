@@ -52,8 +52,11 @@ CAUSES: tuple[Cause, ...] = (
           # deletion, or a conflicting retry that aput accepted as an overwrite (the contract
           # gap langgraph-store-put-overwrites): the block's text cannot tell them apart, and
           # the histories showed both, so the worse is named.
+          # A forget judged against the other users (its own G1 block since issue 44): the
+          # forget of 'anna' through the keys asearch listed deletes 'ann''s items.
           match=(r"^G(?:9 isolation: |1 durability: '[^\n]*' was (?:acknowledged|returned by "
                  r"read \d+ \(limit \d+\)), then read|"
+                 r"1 durability: forget\([^\n]*\) changed another user's history|"
                  r"4 search: search \d+ \(k \d+\) for the exact content)",),
           yields_to=("langgraph-redis-namespace-unmatched", "langgraph-redis-key-tag-folded"),
           shows=r"returned the items of|deleted the item of"),
