@@ -32,6 +32,8 @@ __all__ = ["APP", "SESSION", "AdkSessions", "open_store"]
 
 APP = "nomnesia"
 SESSION = "memory"
+_CREATE_TRIES = 5
+"""Rounds of get-or-create before an append gives up (each lost only to a forget)."""
 
 
 def lost_race() -> tuple[type[BaseException], ...]:
@@ -60,6 +62,26 @@ class AdkSessions(Mapped):
     requires = ("get_session", "create_session", "append_event", "delete_session")
 
     async def _session(self, service: Any, user_id: str) -> Any:
+        """The user's session, made if there is none: get, else create, and when the create
+        lost a race to another request, get again. A forget of the same user can delete that
+        other request's session before the second get (a user forgotten while a request of
+        theirs starts), so the round is tried again, a bounded number of times, as an
+        application's get-or-create would: without it, the suite's own mapping, not ADK,
+        failed a valid append under concurrency (G12, an audit's "AlreadyExistsError")."""
+        for _ in range(_CREATE_TRIES - 1):
+            found = await self._get_or_create(service, user_id)
+            if found is not None:
+                return found
+        session = await self._get_or_create(service, user_id)
+        if session is None:
+            raise RuntimeError(f"the session of {user_id!r} was deleted between its create "
+                               f"and its read {_CREATE_TRIES} times in a row")
+        return session
+
+    @staticmethod
+    async def _get_or_create(service: Any, user_id: str) -> Any:
+        """One round: the session, or None when another request made it and a forget
+        deleted it before this one could read it."""
         session = await service.get_session(app_name=APP, user_id=user_id, session_id=SESSION)
         if session is not None:
             return session
@@ -67,11 +89,8 @@ class AdkSessions(Mapped):
             return await service.create_session(app_name=APP, user_id=user_id,
                                                 session_id=SESSION)
         except lost_race():  # another request may have created it between the two calls
-            session = await service.get_session(app_name=APP, user_id=user_id,
-                                                session_id=SESSION)
-            if session is None:
-                raise  # nobody created it: the create's own failure
-            return session
+            return await service.get_session(app_name=APP, user_id=user_id,
+                                             session_id=SESSION)
 
     async def append_message(self, user_id: str, role: str, content: str) -> None:
         from google.adk.events import Event
