@@ -375,13 +375,17 @@ async def adk_memory_sqlite() -> AsyncIterator[Any]:
         shutil.rmtree(where, ignore_errors=True)
 
 
-def agno_sqlite() -> Any:
-    """``--agno-db``: agno's ``SqliteDb`` on a file in a temporary directory (agno makes its
-    tables on first use)."""
+@contextmanager
+def agno_sqlite() -> Iterator[Any]:
+    """``--agno-db``: agno's ``SqliteDb`` on a file in a temporary directory, removed with the
+    store (agno makes its tables on first use)."""
     from agno.db.sqlite import SqliteDb
 
     where = Path(tempfile.mkdtemp(prefix="nomnesia-agno-"))
-    return SqliteDb(db_file=str(where / "agno.db"))
+    try:
+        yield SqliteDb(db_file=str(where / "agno.db"))
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def agno_postgres() -> Any:
