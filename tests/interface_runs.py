@@ -6,6 +6,7 @@ interface error. One copy here; each option's test file adds the errors of its o
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -30,3 +31,10 @@ def findings_only(reprec: pytest.HookRecorder, also: tuple[str, ...] = ()) -> di
         for error in (*NOT_FINDINGS, *also):
             assert error not in text, f"{nodeid}: {error}:\n{text[:600]}"
     return found
+
+
+def quiet_ini(pytester: pytest.Pytester) -> None:
+    """An inline run's ini (asyncio's fixture loop scope, said so it does not warn) and this
+    folder on its path, where the planted stores live."""
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.syspathinsert(str(Path(__file__).parent))

@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any
 
 import pytest
-from interface_runs import SUITE, findings_only  # tests/ is on sys.path
+from interface_runs import SUITE, findings_only, quiet_ini  # tests/ is on sys.path
 
 pytest.importorskip("agno.learn")
 pytest.importorskip("google.adk.memory")  # memory_protocol_stores imports it
@@ -42,8 +42,7 @@ SUBSET = ("test_contract or test_forget or test_users_are_isolated or "
 
 @pytest.fixture(autouse=True)
 def _quiet_ini(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    pytester.syspathinsert(str(__import__("pathlib").Path(__file__).parent))
+    quiet_ini(pytester)
 
 
 def test_agno_entities_is_judged_with_no_interface_error(pytester: pytest.Pytester) -> None:

@@ -25,7 +25,7 @@ import asyncio
 import os
 
 import pytest
-from interface_runs import SUITE, findings_only  # tests/ is on sys.path
+from interface_runs import SUITE, findings_only, quiet_ini  # tests/ is on sys.path
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")  # read at CrewAI's import
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
@@ -49,8 +49,7 @@ MEMORY = "nomnesia.suite.examples:crewai_memory"
 
 @pytest.fixture(autouse=True)
 def _quiet_ini(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    pytester.syspathinsert(str(__import__("pathlib").Path(__file__).parent))
+    quiet_ini(pytester)
     monkeypatch.setenv("CREWAI_DISABLE_TELEMETRY", "true")
     monkeypatch.setenv("CREWAI_TRACING_ENABLED", "false")
 

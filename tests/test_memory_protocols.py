@@ -27,7 +27,7 @@ from functools import partial
 from typing import Any
 
 import pytest
-from interface_runs import SUITE, findings_only  # tests/ is on sys.path
+from interface_runs import SUITE, findings_only, quiet_ini  # tests/ is on sys.path
 
 pytest.importorskip("google.adk.memory")
 pytest.importorskip("agno.db")
@@ -44,8 +44,7 @@ ADK_SUBSET = ("test_forget_removes_everything or test_users_are_isolated or "
 
 @pytest.fixture(autouse=True)
 def _quiet_ini(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    pytester.syspathinsert(str(__import__("pathlib").Path(__file__).parent))
+    quiet_ini(pytester)
 
 
 def test_adk_memory_in_memory_is_judged_on_what_it_has(pytester: pytest.Pytester) -> None:

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import re
-from pathlib import Path
 
 import pytest
-from interface_runs import SUITE, findings_only  # tests/ is on sys.path
+from interface_runs import SUITE, findings_only, quiet_ini  # tests/ is on sys.path
 
 pytest.importorskip("pydantic_ai.conversation_store")
 
@@ -42,8 +41,7 @@ IN_MEMORY = "pydantic_ai.conversation_store:InMemoryConversationStore"
 
 @pytest.fixture(autouse=True)
 def _quiet_ini(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    pytester.syspathinsert(str(Path(__file__).parent))
+    quiet_ini(pytester)
 
 
 def _guarantees(failures: dict[str, str]) -> set[str]:

@@ -20,7 +20,7 @@ import re
 from functools import partial
 
 import pytest
-from interface_runs import SUITE, findings_only  # tests/ is on sys.path
+from interface_runs import SUITE, findings_only, quiet_ini  # tests/ is on sys.path
 
 pytest.importorskip("strands.session")
 
@@ -34,8 +34,7 @@ FILE = "nomnesia.suite.examples:strands_file"
 
 @pytest.fixture(autouse=True)
 def _quiet_ini(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    pytester.syspathinsert(str(__import__("pathlib").Path(__file__).parent))
+    quiet_ini(pytester)
 
 
 def test_file_repository_is_judged_with_no_interface_error(pytester: pytest.Pytester) -> None:
