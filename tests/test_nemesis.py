@@ -206,10 +206,30 @@ async def store_and_faults(own_engines: EmbeddedProvider
     with ProxiedProvider(own_engines) as proxied:
         try:
             async with open_store("pgvector", provider=proxied, timeout=TIMEOUT) as store:
-                await store.append_message("ann", "user", "before the fault")
+                await _first_append(store)
                 yield store, proxied, control
         finally:
             control.close()  # resumes anything still paused
+
+
+async def _first_append(store: Any, within: float = 30.0) -> None:
+    """The fixture's append before any fault, tried again (bounded) if it times out.
+
+    It opens every connection through fresh proxies (Redis's scripts loaded, PostgreSQL's
+    statements prepared): on a loaded machine that took more than the half second of the
+    1 s timeout these tests judge (a CI run: ``BackendTimeout: backend 'redis'
+    unavailable`` in this set-up, under ``nox -s tests`` on 2 cores). The tests judge how
+    calls fail under a fault; the set-up only needs a store that answers before one.
+    """
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            await store.append_message("ann", "user", "before the fault")
+            return
+        except BackendUnavailable:
+            if time.monotonic() > deadline:
+                raise
+            await _answers_again(store, within)
 
 
 async def _answers_again(store: Any, within: float = 15.0) -> float:
