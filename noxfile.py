@@ -63,16 +63,20 @@ if RUN_ENV not in os.environ and runs_aggregate(sys.argv, os.environ):
     os.environ[RUN_ENV] = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     # One leaf per CPU halves the wall time on 2 cores (bench/bench_matrix.py); `-j N` decides.
     nox.options.parallel = os.cpu_count() or 1
+PYCACHE = (ROOT / ".nox" / "_pycache").resolve()
 RUN_DIR = RESULTS / os.environ.get(RUN_ENV, "leaves")  # a leaf run alone writes to "leaves"
 
 
 def install(session: nox.Session, extras: Sequence[str], *more: str) -> None:
     """``pip install -e .[extras] more...`` unless the venv has exactly that (uv rebuilds an
     editable project on every install, 3 s a leaf; only pyproject.toml and the arguments
-    change what it installs). Also gives the session's Pythons a bytecode cache in the venv
-    (absolute path), even under ``PYTHONDONTWRITEBYTECODE``: ``tests`` starts about 90
-    Pythons, 586 s of CPU without the cache, 476 s with it."""
-    session.env["PYTHONPYCACHEPREFIX"] = str(Path(session.env_dir, "pycache").resolve())
+    change what it installs). Also gives the session's Pythons a bytecode cache, even under
+    ``PYTHONDONTWRITEBYTECODE``: ``tests`` starts about 90 Pythons, 586 s of CPU without
+    the cache, 476 s with it. One cache for every session (``.nox/_pycache``, by source
+    path and Python version, written atomically): the project's own modules, which every
+    leaf of the matrix imports from this tree, are compiled once per Python, not once per
+    leaf."""
+    session.env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
     session.env["PYTHONDONTWRITEBYTECODE"] = None  # None: nox removes it from the env
     target = f".[{','.join(extras)}]" if extras else "."
     key = hashlib.sha256(repr((target, more)).encode() + (ROOT / "pyproject.toml").read_bytes())

@@ -18,7 +18,8 @@ from tenacity import (
     AsyncRetrying,
     retry_if_exception_type,
     stop_before_delay,
-    wait_exponential_jitter,
+    wait_exponential,
+    wait_random,
 )
 
 from nomnesia.suite.contract import Entry
@@ -230,7 +231,8 @@ class TierIO:
             retrying = AsyncRetrying(
                 retry=retry_if_exception_type((TierDown, BackendTimeout)),
                 stop=stop_before_delay(max(0.0, until - loop.time())),
-                wait=wait_exponential_jitter(initial=0.02, max=0.25, jitter=0.02), reraise=True)
+                wait=wait_exponential(multiplier=0.02, max=0.25) + wait_random(0, 0.02),
+                reraise=True)
             await retrying(attempt)
         except TierDown as exc:
             raise BackendUnavailable(self.log.name, str(exc)) from exc

@@ -1,11 +1,13 @@
-"""Wall time of ``nox -s matrix``, and the CPU-seconds of each of its leaves.
+"""Wall time of ``nox -s matrix``, and each leaf's CPU-seconds, split by process.
 
-The targets: every leaf green, the whole matrix in at most 1,200 CPU-seconds with
-``-j 2`` on 2 cores (issue 35), no Milvus leaf costing more than twice the CPU of the
-redis leaf on the same Python, and (issue 24) under 10 minutes of wall time. A leaf's
-CPU-seconds are what its report records (``meta.cpu_seconds``: the pytest run and
-every engine it started and waited for), so they are measured inside the run, not
-guessed from wall time.
+The targets (issue 47): every leaf green; the whole matrix in at most 1,350 CPU-seconds
+with ``-j 2`` on 2 cores; and the pytest process of every engine stack at most 1.5x the
+pytest process of the ``redis`` leaf on the same Python. A leaf's CPU is what its report
+records (``meta.cpu``): the pytest process itself, each engine the run started (read
+from ``/proc`` just before the engine stopped) and every other child (initdb, Milvus
+Lite's server), so it is measured inside the run, not guessed from wall time. The
+engines' part is their floor, which the suite cannot lower; the pytest part is what it
+spends itself.
 
 Venvs are built first (``--install-only``) so that the timed runs measure the
 suite, not pip. ``--serial`` adds a ``-j 1`` run for comparison (about 30 min).
@@ -30,9 +32,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / ".nox" / "_results"
 TARGET_SECONDS = 600.0
-TARGET_CPU_SECONDS = 1200.0  # all leaves together
-MILVUS_LEAVES = ("milvus", "milvus-server")
-TARGET_CPU_RATIO = 2.0  # of a Milvus leaf's CPU-seconds over the redis leaf's
+TARGET_CPU_SECONDS = 1350.0  # all leaves together (issue 47)
+TARGET_PYTEST_RATIO = 1.5  # a stack's pytest process over the redis leaf's (issue 47)
+NO_ENGINES = ("memory",)  # in-process stores: no engine stack to compare
 
 
 def cpu_model() -> str:
@@ -70,24 +72,40 @@ def leaves(run: str) -> dict[tuple[str, str], dict[str, Any]]:
     return found
 
 
+def split(meta: dict[str, Any]) -> tuple[float | None, float | None, float | None]:
+    """(pytest process, engines, other children) CPU-s of a leaf; None where not recorded."""
+    cpu = meta.get("cpu")
+    if not isinstance(cpu, dict):
+        return None, None, None
+    engines = sum(float(v) for v in cpu.get("engines", {}).values())
+    return float(cpu["pytest"]), engines, max(0.0, float(cpu["children"]) - engines)
+
+
 def cpu_table(found: dict[tuple[str, str], dict[str, Any]]) -> tuple[list[str], bool]:
-    """Lines of the per-leaf table, and whether every Milvus leaf is within its target."""
-    lines = [f"  {'leaf':28} {'exit':>4} {'wall s':>8} {'CPU s':>8} {'x redis':>8}"]
+    """Lines of the per-leaf table, and whether every stack's pytest process is in target."""
+    lines = [f"  {'leaf':28} {'exit':>4} {'wall s':>8} {'CPU s':>8} {'pytest':>8} "
+             f"{'engines':>8} {'other':>7} {'x redis':>8}  engines"]
     within = True
     for (adapter, python), meta in sorted(found.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         cpu = meta.get("cpu_seconds")
-        redis = found.get(("redis", python), {}).get("cpu_seconds")
-        ratio = (cpu / redis if isinstance(cpu, float) and isinstance(redis, float) and redis
-                 else None)
+        own, engines, other = split(meta)
+        redis = split(found.get(("redis", python), {}))[0]
+        ratio = own / redis if own is not None and redis else None
         flag = ""
-        if adapter in MILVUS_LEAVES:
-            ok = ratio is not None and ratio <= TARGET_CPU_RATIO
+        if adapter not in NO_ENGINES:
+            ok = ratio is not None and ratio <= TARGET_PYTEST_RATIO
             within = within and ok
-            flag = "" if ok else f"  (over {TARGET_CPU_RATIO:.0f}x)"
-        cpu_s = f"{cpu:8.1f}" if isinstance(cpu, float) else f"{'?':>8}"
+            flag = "" if ok else f"  (over {TARGET_PYTEST_RATIO:g}x)"
+
+        def num(value: float | None, width: int = 8) -> str:
+            return f"{value:{width}.1f}" if value is not None else f"{'?':>{width}}"
+
+        each = ", ".join(f"{k} {v:.1f}" for k, v in meta.get("cpu", {}).get("engines", {}).items())
         ratio_s = f"{ratio:8.2f}" if ratio is not None else f"{'':>8}"
         lines.append(f"  {python + ' ' + adapter:28} {meta.get('exitstatus', '?'):>4} "
-                     f"{float(meta.get('duration', 0.0)):8.1f} {cpu_s} {ratio_s}{flag}")
+                     f"{float(meta.get('duration', 0.0)):8.1f} "
+                     f"{num(cpu if isinstance(cpu, float) else None)} {num(own)} "
+                     f"{num(engines)} {num(other, 7)} {ratio_s}  {each}{flag}")
     return lines, within
 
 
@@ -139,7 +157,8 @@ def main() -> int:
                   f"{cpu:.0f} CPU-s in {len(found)} leaves", flush=True)
             print("\n".join(lines), flush=True)
             print(f"  targets: <= {TARGET_CPU_SECONDS:.0f} CPU-s {'met' if cheap else 'MISSED'}; "
-                  f"Milvus leaves <= {TARGET_CPU_RATIO:.0f}x redis {'met' if within else 'MISSED'};"
+                  f"pytest process <= {TARGET_PYTEST_RATIO:g}x redis's "
+                  f"{'met' if within else 'MISSED'};"
                   f" every leaf green {'yes' if all_green else 'NO'}; "
                   f"< {TARGET_SECONDS:.0f} s wall {'met' if fast else 'missed'}", flush=True)
             result["runs"].append({"mode": mode, "jobs": jobs, "round": r, "wall_s": wall,

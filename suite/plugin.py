@@ -16,6 +16,7 @@ hooks): ``plugin_options`` (the ``nomnesia`` option group) and ``plugin_collecti
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import inspect
 import os
 import random
@@ -27,6 +28,7 @@ from typing import Any
 import pytest
 
 from nomnesia.adapters import ADAPTERS, UnknownAdapter, adapter_names, lookup, open_store
+from nomnesia.adapters.engines import engine_cpu
 
 from .core.factories import resolve_factory
 from .core.fresh import RUN
@@ -57,7 +59,7 @@ from .plugin_testing import nomnesia_faultable as nomnesia_faultable
 from .plugin_testing import stop_recording
 from .report.annotate import annotate, declared, report_causes
 from .report.causes import group_causes
-from .report.json_report import ADAPTER_INFO, INTERFACE_INFO, PROFILE_INFO, configure
+from .report.json_report import ADAPTER_INFO, ENGINE_CPU, INTERFACE_INFO, PROFILE_INFO, configure
 from .report.outcome import is_not_applicable
 from .report.text import cause_lines, not_applicable_lines
 
@@ -164,6 +166,7 @@ def pytest_configure(config: pytest.Config) -> None:
     configure(config)
 
     _install_engines(config)
+    config.stash[_ENGINE_CPU_BEFORE] = engine_cpu()
     config.stash[_SETTINGS] = dict(vars(settings))  # restored when this run ends
     settings.timeout = float(config.getoption("nomnesia_timeout", 120.0))
     settings.op_timeout = float(config.getoption("nomnesia_op_timeout", 30.0))
@@ -173,7 +176,26 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.profile = config.getoption("nomnesia_profile", None)
     settings.eventually = float(config.getoption("nomnesia_eventually", 2.0))
     settings.loop_block = float(config.getoption("nomnesia_loop_block", 3.0))
+    settings.event_loop = _event_loop(config)
     settings.history_dir = config.getoption("nomnesia_history", None)
+
+
+def _event_loop(config: pytest.Config) -> str:
+    """The loop ``--nomnesia-loop`` asks for; ``auto``: uvloop for a built-in stack if installed.
+
+    The project's own stacks are known to run on uvloop (the matrix runs them there); a
+    user's store, or a library's object, keeps CPython's loop, which its code was written
+    for, unless the user asks.
+    """
+    chosen = str(config.getoption("nomnesia_loop", "auto"))
+    installed = importlib.util.find_spec("uvloop") is not None
+    if chosen == "uvloop" and not installed:
+        raise pytest.UsageError("--nomnesia-loop uvloop: uvloop is not installed here "
+                                "(pip install uvloop; it has no Windows build)")
+    if chosen != "auto":
+        return chosen
+    builtin = config.getoption("nomnesia_adapter", None) is not None
+    return "uvloop" if builtin and installed else "asyncio"
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers, and before the header
@@ -253,6 +275,8 @@ def _factory(config: pytest.Config) -> Callable[..., Any] | None:
 _SEED = pytest.StashKey[int]()
 _SETTINGS = pytest.StashKey[dict[str, Any]]()
 _ENGINES = pytest.StashKey[Any]()  # the session's nomnesia.suite.engines.EngineSession
+_ENGINE_CPU_BEFORE = pytest.StashKey["dict[str, float]"]()
+"""``engine_cpu()`` when the run began: a run inside another (pytester) reports its own."""
 _UNINSTALL = pytest.StashKey[Callable[[], None]]()
 
 
@@ -308,6 +332,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     engines = session.config.stash.get(_ENGINES, None)
     if engines is not None:
         engines.close()
+        before = session.config.stash.get(_ENGINE_CPU_BEFORE, {})
+        spent = {name: total - before.get(name, 0.0) for name, total in engine_cpu().items()}
+        session.config.stash[ENGINE_CPU] = {name: s for name, s in spent.items() if s > 0}
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

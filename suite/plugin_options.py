@@ -11,6 +11,7 @@ import argparse
 
 import pytest
 
+from .core.loop import LOOPS
 from .interfaces import INTERFACES
 from .report.json_report import add_options
 
@@ -65,6 +66,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     default=3.0, metavar="SECONDS",
                     help="a store call that stops the test's event loop this long is named "
                          "(G12: a synchronous call inside an async method; default 3, 0: off)")
+    group.addoption("--nomnesia-loop", dest="nomnesia_loop", choices=("auto", *LOOPS),
+                    default="auto",
+                    help="the event loop every test runs on (default auto: uvloop for a "
+                         "built-in --adapter stack where uvloop is installed, else asyncio's "
+                         "own; a store of yours keeps asyncio's unless you ask)")
     group.addoption("--nomnesia-seed", dest="nomnesia_seed", type=int, default=None,
                     metavar="N", help="seed of the randomised tests (default: random, printed)")
     group.addoption("--nomnesia-anomalies", dest="nomnesia_anomalies", type=_anomalies,

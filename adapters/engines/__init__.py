@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 
 from ._base import ENGINES, TOPOLOGIES, Provider, Topology
-from ._proc import launcher
+from ._proc import engine_cpu, launcher
 from .control import EngineControl
 from .docker import DockerProvider, docker_available
 from .embedded import EmbeddedProvider
@@ -37,6 +37,7 @@ __all__ = [
     "Provider",
     "Topology",
     "docker_available",
+    "engine_cpu",
     "get_provider",
     "launcher",
     "resolve_kind",

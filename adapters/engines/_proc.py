@@ -28,7 +28,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-__all__ = ["Watchdog", "free_port", "kill_group", "launcher", "run_owners", "spawn"]
+__all__ = ["Watchdog", "engine_cpu", "free_port", "kill_group", "launcher", "note_engine_cpu",
+           "process_cpu", "run_owners", "spawn"]
 
 T = TypeVar("T")
 
@@ -123,6 +124,51 @@ def kill_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL,
     # Forks that stayed in the group (not PostgreSQL backends: they call setsid) may linger.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+_ENGINE_CPU: dict[str, float] = {}
+_ENGINE_CPU_LOCK = threading.Lock()
+
+
+def process_cpu(pid: int) -> float:
+    """CPU-seconds (user + system) of ``pid`` and of the children it has reaped; 0.0 if gone.
+
+    Read from ``/proc/PID/stat`` (fields 14 to 17 of proc(5)), so it works for a process
+    this one did not wait for. A postmaster reaps its backends, so its own line holds
+    theirs too.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return 0.0
+    fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces
+    try:
+        ticks = sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+    except ValueError:
+        return 0.0
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def note_engine_cpu(engine: str, pid: int) -> None:
+    """Add what engine process ``pid`` has spent so far to ``engine``'s total (before it stops).
+
+    The report splits a run's CPU into the pytest process and each engine
+    (``bench/bench_matrix.py`` prints it): a run's cost is judged against what the
+    engines alone spend, which the suite cannot lower.
+    """
+    spent = process_cpu(pid)
+    with _ENGINE_CPU_LOCK:
+        _ENGINE_CPU[engine] = _ENGINE_CPU.get(engine, 0.0) + spent
+
+
+def engine_cpu() -> dict[str, float]:
+    """CPU-seconds per engine name of every engine process stopped so far in this process.
+
+    Only engines stopped through their provider count: an engine killed by a fault and
+    not restarted takes its CPU with it, and an engine in a container is not a process here.
+    """
+    with _ENGINE_CPU_LOCK:
+        return dict(_ENGINE_CPU)
 
 
 def free_port() -> int:

@@ -33,7 +33,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_e
 
 from nomnesia.suite.contract.errors import BackendUnavailable, add_explainer, remove_explainer
 
-from ._proc import Watchdog, free_port, kill_group, run_owners, spawn
+from ._proc import Watchdog, free_port, kill_group, note_engine_cpu, run_owners, spawn
 from ._watchdog import kill_all
 from .in_process_part import QdrantEdgePart, QdrantPart
 from .milvus_part import MILVUS_SERVER_ID_DIR as MILVUS_SERVER_ID_DIR
@@ -414,6 +414,8 @@ class EmbeddedProvider(TopologyFaults):
         with self._setup_lock:
             running, self._running = list(self._running), []
         for item in running:
+            if item.proc.poll() is None:
+                note_engine_cpu(item.engine, item.proc.pid)
             kill_group(item.proc, item.stop_signal, timeout=5.0)
         with self._setup_lock:
             claimed, self._claimed = self._claimed, []

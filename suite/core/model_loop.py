@@ -20,7 +20,7 @@ from ..contract import (
     Guarantee,
 )
 from .history import History
-from .loop import in_flight
+from .loop import in_flight, new_loop
 from .settings import settings
 from .violations import GuaranteeViolation
 
@@ -58,7 +58,7 @@ class MachineLoop:
     MAX_HANGS = 40
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_loop()
         self.durations: list[float] = []
         self.hangs = 0
         self.kept: tuple[AsyncExitStack, Any] | None = None

@@ -40,6 +40,9 @@ class Settings:
     loop_block: float = 3.0
     """Seconds a store call may stop the test's event loop before the suite names it (G12:
     a synchronous call inside an async method; ``--nomnesia-loop-block``, 0: not watched)."""
+    event_loop: str = "asyncio"
+    """The event loop every test runs on: ``"asyncio"`` or ``"uvloop"`` (``--nomnesia-loop``;
+    the plugin picks uvloop for a built-in ``--adapter`` stack where it is installed)."""
 
 
 settings = Settings()

@@ -8,7 +8,7 @@ import inspect
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from ..contract.validation import validate_role
 from ..core.violations import UsageMistake
@@ -16,6 +16,8 @@ from ..core.violations import UsageMistake
 __all__ = ["InterfaceMismatch", "Mapped", "contract_role", "enter", "has", "in_thread", "per_user",
            "text_of",
            "what"]
+
+T = TypeVar("T")
 
 
 def per_user(factory: Callable[..., Any]) -> bool:
@@ -44,7 +46,7 @@ def needs_id(factory: Callable[..., Any]) -> bool:
                for p in params)
 
 
-async def in_thread(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+async def in_thread(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """A library's sync ``call`` in a worker thread, awaited to its end even when cancelled,
     and the cancel raised after it.
 
@@ -55,7 +57,7 @@ async def in_thread(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     event loop, so a cancel reaches them only between calls: waiting for the thread does
     the same (``--agno-db``, ``--strands-session``, ``--crewai-storage``).
     """
-    task: asyncio.Future[Any] = asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs))
+    task: asyncio.Future[T] = asyncio.ensure_future(asyncio.to_thread(call, *args, **kwargs))
     cancelled = False
     while True:
         try:

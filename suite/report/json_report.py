@@ -34,9 +34,9 @@ from .labels import FORMAT, NOT_APPLICABLE, failed_guarantees, ordered
 from .outcome import RANK, failure_text, first_line, outcome, skip_reason
 from .verdicts import guarantee_verdicts
 
-__all__ = ["ADAPTER_INFO", "INTERFACE_INFO", "PROFILE_INFO", "JsonReporter", "add_options",
-           "build_report", "configure", "cpu_seconds", "pytest_addoption", "pytest_configure",
-           "run_metadata"]
+__all__ = ["ADAPTER_INFO", "ENGINE_CPU", "INTERFACE_INFO", "PROFILE_INFO", "JsonReporter",
+           "add_options", "build_report", "configure", "cpu_seconds", "cpu_split",
+           "pytest_addoption", "pytest_configure", "run_metadata"]
 
 PLUGIN_NAME = "nomnesia-json-report"
 ANNOTATOR_NAME = "nomnesia-json-annotator"
@@ -48,6 +48,9 @@ PROFILE_INFO = pytest.StashKey["dict[str, Any]"]()
 ADAPTER_INFO = pytest.StashKey["tuple[list[str], str | None]"]()
 """The built-in adapter's engines and factory, put here by the plugin: the report is
 part of the suite's core, which never imports adapters (docs/architecture.md)."""
+ENGINE_CPU = pytest.StashKey["dict[str, float]"]()
+"""CPU-seconds per engine the run's provider started and stopped, put here by the plugin
+once the engines are stopped (``nomnesia.adapters.engines.engine_cpu``)."""
 
 
 class JsonReporter:
@@ -146,7 +149,24 @@ def run_metadata(config: pytest.Config) -> dict[str, Any]:
         "workers": workers if isinstance(workers, int) else None,
         "executable": sys.executable,
         "profile": profile,
+        "loop": settings.event_loop,
     }
+
+
+def cpu_split(config: pytest.Config) -> dict[str, Any]:
+    """Where a run's CPU went: this pytest process, each engine, every other child process.
+
+    A run's cost is judged on what the suite itself spends (the ``pytest`` part), against
+    the engines' own floor (issue 47): ``children`` is every process this one started and
+    waited for (engines included; initdb, Milvus Lite, the nemesis's workers), so
+    ``children`` minus the engines is what the rest of them cost.
+    """
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    engines = config.stash.get(ENGINE_CPU, {})
+    return {"pytest": round(own.ru_utime + own.ru_stime, 3),
+            "children": round(kids.ru_utime + kids.ru_stime, 3),
+            "engines": {name: round(spent, 3) for name, spent in sorted(engines.items())}}
 
 
 def cpu_seconds() -> float:
@@ -172,7 +192,8 @@ def build_report(config: pytest.Config, tests: list[dict[str, Any]], *, started:
         "format": FORMAT,
         "meta": {**run_metadata(config), "started": _iso(started),
                  "finished": _iso(time.time()), "duration": round(duration, 3),
-                 "cpu_seconds": round(cpu_seconds(), 3), "exitstatus": exitstatus},
+                 "cpu_seconds": round(cpu_seconds(), 3), "cpu": cpu_split(config),
+                 "exitstatus": exitstatus},
         "summary": summary,
         "guarantees": guarantee_verdicts(tests, judged=_judged(config)),
         "causes": group_causes((t["nodeid"], t.get("causes", ())) for t in tests
