@@ -179,9 +179,14 @@ class Faults:
             effect = "" if before is None else _effect(f, hit())
             did = proved()
             if not did and not load.done():
+                flowed = self.traffic is not None and self.traffic() > sent
+                why = (f"requests reached {self.engine} meanwhile, none of them where it "
+                       f"could hit (a lost reply is lost on a connection open when it was "
+                       f"set; a store that connects per call opens each one after)"
+                       if flowed else f"the store made no call through {self.engine} "
+                                      f"while it held")
                 self.missed = (f"{what} on {self.engine} hit nothing within "
-                               f"{settings.op_timeout:g} s (--nomnesia-op-timeout): the store "
-                               f"made no call through {self.engine} while it held")
+                               f"{settings.op_timeout:g} s (--nomnesia-op-timeout): {why}")
             log.note(f"healed: {what} on {self.engine}" + (f" ({effect})" if effect else "")
                      + ("" if did else " (hit nothing)"))
             self.windows.append(Window(what, self.engine, started, ended, effect, did))
