@@ -87,6 +87,12 @@ class AdapterSpec:
     archive: str = "postgres"
     """The engine kind of a stack's PostgreSQL archive: ``postgres``, or a replicated
     PostgreSQL (``postgres-ha``: a primary with a synchronous standby)."""
+    event_loop: str = "uvloop"
+    """The loop the suite runs this stack on under ``--nomnesia-loop auto`` (where uvloop is
+    installed): ``uvloop``, or ``asyncio`` for a stack measured slower on uvloop (the
+    Milvus stacks, whose pymilvus calls go through gRPC's own asyncio integration: a
+    ``milvus-server`` run took 147 CPU-s on uvloop against 110 on asyncio's loop,
+    docs/bench.md)."""
 
     def __post_init__(self) -> None:
         if self.index:
@@ -149,7 +155,8 @@ ADAPTERS: dict[str, AdapterSpec] = {
                     requires=("qdrant_edge", "psycopg", "redis"),
                     engines=("postgres", "redis", "qdrant-edge"),
                     description="Redis log + Qdrant Edge index in-process + PostgreSQL archive"),
-        AdapterSpec("milvus", log="redis", index=f"{_INDEXES}.milvus:MilvusIndex",
+        AdapterSpec("milvus", log="redis", event_loop="asyncio",
+                    index=f"{_INDEXES}.milvus:MilvusIndex",
                     index_engine="milvus",
                     extras=("milvus", "pgvector", "redis", "embedded"),
                     requires=("pymilvus", "psycopg", "redis"),
@@ -173,7 +180,7 @@ ADAPTERS: dict[str, AdapterSpec] = {
                     description="Redis log + Redis query engine (RediSearch) index "
                                 "+ PostgreSQL archive"),
         # MilvusIndex on a Milvus server over gRPC (never Lite), collections pooled.
-        AdapterSpec("milvus-server", log="redis",
+        AdapterSpec("milvus-server", log="redis", event_loop="asyncio",
                     index=f"{_INDEXES}.milvus:ServerMilvusIndex",
                     index_engine="milvus-server",
                     extras=("milvus", "pgvector", "redis", "embedded"),

@@ -181,11 +181,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _event_loop(config: pytest.Config) -> str:
-    """The loop ``--nomnesia-loop`` asks for; ``auto``: uvloop for a built-in stack if installed.
+    """The loop ``--nomnesia-loop`` asks for; ``auto``: the built-in stack's own choice
+    (``AdapterSpec.event_loop``: uvloop, where installed, but for the Milvus stacks).
 
-    The project's own stacks are known to run on uvloop (the matrix runs them there); a
-    user's store, or a library's object, keeps CPython's loop, which its code was written
-    for, unless the user asks.
+    The project's own stacks are measured on both loops (docs/bench.md); a user's store,
+    or a library's object, keeps CPython's loop, which its code was written for, unless
+    the user asks.
     """
     chosen = str(config.getoption("nomnesia_loop", "auto"))
     installed = importlib.util.find_spec("uvloop") is not None
@@ -194,8 +195,11 @@ def _event_loop(config: pytest.Config) -> str:
                                 "(pip install uvloop; it has no Windows build)")
     if chosen != "auto":
         return chosen
-    builtin = config.getoption("nomnesia_adapter", None) is not None
-    return "uvloop" if builtin and installed else "asyncio"
+    adapter = config.getoption("nomnesia_adapter", None)
+    spec = ADAPTERS.get(str(adapter)) if adapter is not None else None
+    if spec is None or spec.event_loop != "uvloop" or not installed:
+        return "asyncio"
+    return "uvloop"
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers, and before the header

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from interface_runs import SUITE, quiet_ini
 
+from nomnesia.adapters import ADAPTERS
 from nomnesia.suite.core.loop import new_loop
 from nomnesia.suite.core.settings import settings
 
@@ -67,6 +68,12 @@ def test_a_builtin_stack_runs_on_uvloop_unless_asked_otherwise(pytester: pytest.
     result, meta = _run(pytester, "--adapter", "memory", "--nomnesia-loop", "asyncio")
     result.assert_outcomes(passed=1)
     assert meta["loop"] == "asyncio"
+
+
+def test_the_milvus_stacks_keep_cpythons_loop_where_uvloop_measured_slower() -> None:
+    slower = {name for name, spec in ADAPTERS.items() if spec.event_loop == "asyncio"}
+    assert slower == {"milvus", "milvus-server"}
+    assert all(spec.event_loop in ("asyncio", "uvloop") for spec in ADAPTERS.values())
 
 
 def test_a_users_store_keeps_cpythons_loop_unless_asked(pytester: pytest.Pytester) -> None:

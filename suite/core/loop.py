@@ -79,10 +79,10 @@ def new_loop() -> asyncio.AbstractEventLoop:
     """A fresh event loop of the kind ``settings.event_loop`` names.
 
     uvloop (libuv, in C) runs the same asyncio code as CPython's loop, and the checks are
-    the same on both: what it saves is the loop's own CPU. A ``redis`` suite run's pytest
-    process spent 14 % less CPU on it (docs/bench.md). A store whose library needs
-    CPython's loop itself keeps it: the plugin picks uvloop only for the project's own
-    stacks, or when asked.
+    the same on both: what it saves is the loop's own CPU (a ``redis`` suite run: about a
+    tenth, docs/bench.md). A store whose library needs CPython's loop itself keeps it:
+    the plugin picks uvloop only for the project's own stacks that measured faster on
+    it, or when asked.
     """
     if settings.event_loop == "uvloop":
         import uvloop  # optional (not on Windows): imported only when a run asks for it
